@@ -1,0 +1,85 @@
+"""Exact models: pairwise conditionals whose joint law (or incompatibility) is known in closed form.
+
+`PairwiseModel` has logits `ℓ_i(v | x_{-i}) = h_i(v) + Σ_{j≠i} W_ij(v, x_j)`.
+If `W_ji = W_ijᵀ` for all pairs, these are the full conditionals of the Gibbs law
+`π(x) ∝ exp(Σ_i h_i(x_i) + Σ_{i<j} W_ij(x_i, x_j))`; otherwise no joint has them, and the
+rectangle statistic is `ρ = −Δ²D(a,a';b,b')` with `D = W_ij − W_jiᵀ` (see `exact_rectangle`).
+"""
+from __future__ import annotations
+
+import itertools
+
+import torch
+
+
+class PairwiseModel:
+    """Conditional model on n sites with q states each; implements `ConditionalModel`."""
+
+    def __init__(self, W: torch.Tensor, h: torch.Tensor | None = None):
+        n, n2, q, q2 = W.shape
+        if n != n2 or q != q2:
+            raise ValueError(f"W must have shape (n, n, q, q), got {tuple(W.shape)}.")
+        W = W.to(torch.float64).clone()
+        W[torch.arange(n), torch.arange(n)] = 0.0  # a site never interacts with itself
+        self.W = W
+        self.h = torch.zeros(n, q, dtype=torch.float64) if h is None else h.to(torch.float64)
+        self.n, self.vocab_size, self.max_length = n, q, n
+        self.device = torch.device("cpu")
+        self.support = torch.ones(q, dtype=torch.bool)
+
+    @property
+    def compatible(self) -> bool:
+        """True when W_ji = W_ijᵀ, i.e. the conditionals come from one joint law."""
+        return bool(torch.allclose(self.W, self.W.permute(1, 0, 3, 2)))
+
+    def logits(self, states: torch.Tensor, sites: torch.Tensor, dtype: torch.dtype | None = None) -> torch.Tensor:
+        """ℓ_i(v|x_{-i}) = h_i(v) + Σ_j W_ij(v, x_j), float32 (B, q). The diagonal W_ii = 0 hides x_i."""
+        if states.shape[1] != self.n:
+            raise ValueError(f"this exact model has {self.n} sites, got sequences of length {states.shape[1]}.")
+        Wi = self.W[sites]  # (B, n, q, q): W_ij(v, w) for each row's site i
+        idx = states.view(states.shape[0], self.n, 1, 1).expand(-1, -1, self.vocab_size, 1)
+        pair = Wi.gather(3, idx).squeeze(3).sum(1)  # Σ_j W_ij(v, x_j)
+        return (self.h[sites] + pair).to(torch.float32)
+
+    def energy(self, states: torch.Tensor) -> torch.Tensor:
+        """log π(x) + const = Σ_i h_i(x_i) + Σ_{i<j} W_ij(x_i, x_j), for compatible W."""
+        B = states.shape[0]
+        field = self.h.gather(1, states.T).sum(0)
+        xi = states.view(B, self.n, 1).expand(-1, -1, self.n)
+        xj = states.view(B, 1, self.n).expand(-1, self.n, -1)
+        i, j = torch.triu_indices(self.n, self.n, 1)
+        pair = self.W[i, j, xi[:, i, j], xj[:, i, j]].sum(-1)
+        return field + pair
+
+    def joint(self, temperature: float = 1.0) -> tuple[torch.Tensor, torch.Tensor]:
+        """All q^n states and their exact probabilities π_τ(x) ∝ exp(energy(x)/τ)."""
+        if not self.compatible:
+            raise ValueError("these conditionals are incompatible: no joint law exists (see exact_rectangle).")
+        states = torch.tensor(list(itertools.product(range(self.vocab_size), repeat=self.n)))
+        return states, torch.softmax(self.energy(states) / temperature, dim=0)
+
+
+def potts_chain(n: int, q: int = 2, coupling: float = 1.0, field: torch.Tensor | None = None) -> PairwiseModel:
+    """Nearest-neighbour Potts chain: π(x) ∝ exp(J Σ_i [x_i = x_{i+1}] + Σ_i h(x_i)); q = 2 is Ising."""
+    W = torch.zeros(n, n, q, q, dtype=torch.float64)
+    eye = coupling * torch.eye(q, dtype=torch.float64)
+    for i in range(n - 1):
+        W[i, i + 1] = eye
+        W[i + 1, i] = eye
+    h = None if field is None else field.to(torch.float64).expand(n, q)
+    return PairwiseModel(W, h)
+
+
+def incompatible_pairwise(n: int, q: int, scale: float = 1.0, seed: int = 0) -> PairwiseModel:
+    """Random pairwise model with independent W_ij and W_ji: conditionals no joint law can have."""
+    g = torch.Generator().manual_seed(seed)
+    W = scale * torch.randn(n, n, q, q, generator=g, dtype=torch.float64)
+    return PairwiseModel(W)
+
+
+def exact_rectangle(model: PairwiseModel, i, j, a, a2, b, b2) -> torch.Tensor:
+    """Closed-form ρ = log R = −(D(a,b) − D(a,b') − D(a',b) + D(a',b')) with D = W_ij − W_jiᵀ, at τ = 1."""
+    i, j, a, a2, b, b2 = (torch.atleast_1d(torch.as_tensor(t)) for t in (i, j, a, a2, b, b2))
+    D = model.W[i, j] - model.W[j, i].transpose(-1, -2)  # (R, q, q)
+    r = torch.arange(D.shape[0])
+    return -(D[r, a, b] - D[r, a, b2] - D[r, a2, b] + D[r, a2, b2])

@@ -1,0 +1,191 @@
+"""Any Hugging Face masked LM as a `ConditionalModel`: conditional logits at chosen sites.
+
+The chain state holds the n ordinary tokens only; the adapter adds the special frame
+([CLS] … [SEP], <s> … </s>), puts the mask token at each row's site, runs the encoder, and
+applies the MLM head to the hidden state at that one site (the head over all n positions
+would be wasted work). Ids outside `support` (special and unused tokens) get logit −inf.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+
+DEFAULT_MODEL = Path(__file__).resolve().parents[2] / "data" / "models" / "minilm-mlm"
+REBUILD_DEFAULT = "glauber-mlm build-data && glauber-mlm train-model"
+ROBERTA_LIKE = {"roberta", "xlm-roberta", "camembert", "roberta-prelayernorm", "xlm-roberta-xl", "xmod"}
+UNUSED = re.compile(r"^(\[unused\d+\]|<unused\d+>|madeupword\d+)$")
+
+
+def default_device() -> torch.device:
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def fast_bf16(device: torch.device) -> bool:
+    """Whether bf16 matmuls run natively here: a CUDA GPU with bf16, or a CPU with AMX / AVX512-BF16."""
+    if device.type == "cuda":
+        return torch.cuda.is_bf16_supported()
+    try:
+        flags = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return False
+    return "amx_bf16" in flags or "avx512_bf16" in flags
+
+
+def support_mask(tokenizer, vocab_size: int) -> torch.Tensor:
+    """The ids a chain may visit: the model's vocabulary minus special, unused and padding-only ids."""
+    support = torch.zeros(vocab_size, dtype=torch.bool)
+    support[: min(len(tokenizer), vocab_size)] = True
+    support[[i for i in tokenizer.all_special_ids if i is not None and i < vocab_size]] = False
+    vocab = tokenizer.get_vocab()
+    unused = [i for tok, i in vocab.items() if UNUSED.match(tok) and i < vocab_size]
+    support[unused] = False
+    return support
+
+
+def _site_head(model) -> Callable[[torch.Tensor], torch.Tensor] | None:
+    """The MLM head as a function of hidden states, for families whose head we know; None → full model."""
+    kind = model.config.model_type
+    if kind == "bert":
+        return model.cls
+    if kind in ROBERTA_LIKE:
+        return model.lm_head
+    if kind == "distilbert":
+        return lambda h: model.vocab_projector(model.vocab_layer_norm(model.activation(model.vocab_transform(h))))
+    if kind == "modernbert":
+        return lambda h: model.decoder(model.head(h))
+    return None
+
+
+class MLMAdapter:
+    """A masked LM with its tokenizer, exposing `logits(states, sites)` and text ↔ state helpers."""
+
+    def __init__(self, model, tokenizer, device: torch.device, dtype: torch.dtype, name: str):
+        self.model, self.tokenizer, self.device, self.dtype, self.name = model, tokenizer, device, dtype, name
+        config = model.config
+        self.vocab_size = model.get_output_embeddings().weight.shape[0]
+        self.support = support_mask(tokenizer, self.vocab_size).to(device)
+        offset = config.pad_token_id + 1 if config.model_type in ROBERTA_LIKE else 0
+        self.max_length = config.max_position_embeddings - offset - 2
+        prefix = tokenizer.cls_token_id if tokenizer.cls_token_id is not None else tokenizer.bos_token_id
+        suffix = tokenizer.sep_token_id if tokenizer.sep_token_id is not None else tokenizer.eos_token_id
+        if tokenizer.mask_token_id is None or prefix is None or suffix is None:
+            raise ValueError(f"{name}: the tokenizer lacks a mask, start or end token, so it cannot be used as an MLM.")
+        self.mask_id, self.prefix, self.suffix = tokenizer.mask_token_id, prefix, suffix
+        self.head = _site_head(model)
+
+    def logits(self, states: torch.Tensor, sites: torch.Tensor, dtype: torch.dtype | None = None) -> torch.Tensor:
+        """ℓ_i(·|x_{-i}) at each row's site, float32 (B, V), −inf off the support."""
+        B = states.shape[0]
+        rows, sites = torch.arange(B, device=self.device), sites.to(self.device)
+        ids = torch.cat([
+            torch.full((B, 1), self.prefix, device=self.device),
+            states.to(self.device),
+            torch.full((B, 1), self.suffix, device=self.device),
+        ], 1)
+        ids[rows, sites + 1] = self.mask_id
+        dtype = dtype or self.dtype
+        with torch.autocast(self.device.type, dtype=dtype, enabled=dtype != torch.float32):
+            if self.head is None:
+                out = self.model(input_ids=ids).logits[rows, sites + 1]
+            else:
+                hidden = self.model.base_model(input_ids=ids).last_hidden_state
+                out = self.head(hidden[rows, sites + 1])
+        return out.float().masked_fill(~self.support, float("-inf"))
+
+    def encode(self, texts: list[str], length: int) -> tuple[torch.Tensor, list[int]]:
+        """The first `length` tokens of each text with at least that many supported tokens: (states, kept indices)."""
+        if length < 1 or length > self.max_length:
+            raise ValueError(f"length must lie in [1, {self.max_length}] for {self.name}, got {length}.")
+        rows, kept, support = [], [], self.support.cpu()
+        for k, ids in enumerate(self.tokenizer(list(texts), add_special_tokens=False)["input_ids"]):
+            ids = ids[:length]
+            if len(ids) == length and support[ids].all():
+                rows.append(ids)
+                kept.append(k)
+        states = torch.tensor(rows, dtype=torch.int64).view(len(rows), length)
+        return states, kept
+
+    def decode(self, states: torch.Tensor) -> list[str]:
+        return self.tokenizer.batch_decode(states.tolist(), clean_up_tokenization_spaces=True)
+
+
+def _resolve(name_or_path: str | Path | None, allow_pickle: bool) -> str:
+    """A local folder or a hub name; the embedded default when None. Fails early on missing or pickle-only weights."""
+    if name_or_path is None:
+        path = DEFAULT_MODEL
+        weights = path / "model.safetensors"
+        if not weights.is_file():
+            raise FileNotFoundError(
+                f"the embedded default model is missing ({weights}); rebuild it with `{REBUILD_DEFAULT}`, "
+                "or name another model: load_mlm('bert-base-uncased') or load_mlm('/path/to/folder')."
+            )
+        return str(path)
+    path = Path(name_or_path)
+    if path.is_dir():
+        if not any(path.glob("*.safetensors")):
+            if any(path.glob("*.bin")) or any(path.glob("*.pt")):
+                if not allow_pickle:
+                    raise ValueError(
+                        f"{path} holds weights only in pickle format (.bin/.pt), which can run arbitrary code when "
+                        "loaded: convert them to safetensors, or pass allow_pickle=True if you trust the file."
+                    )
+            else:
+                raise FileNotFoundError(f"{path} holds no model weights (*.safetensors).")
+        return str(path)
+    if path.is_absolute() or str(name_or_path).startswith((".", "~")):
+        raise FileNotFoundError(f"no model folder at {path}.")
+    return str(name_or_path)
+
+
+def load_mlm(
+    name_or_path: str | Path | None = None,
+    device: str | torch.device | None = None,
+    dtype: torch.dtype | None = None,
+    allow_pickle: bool = False,
+    trust_remote_code: bool = False,
+) -> MLMAdapter:
+    """Load a Hugging Face masked LM (hub name or local folder; None: the embedded default).
+
+    Weights load in fp32 from safetensors only (pickle needs `allow_pickle=True`); remote code runs
+    only with `trust_remote_code=True`. `device`: default cuda when present, else cpu. `dtype`: the
+    forward dtype used for sampling; default bf16 where the hardware runs it natively, else fp32.
+    Softmax and sampling always run in fp32; rectangle and influence estimates ask for fp32 forwards.
+    """
+    from safetensors import SafetensorError
+    from transformers import AutoConfig, AutoModelForMaskedLM, AutoTokenizer
+    from transformers.models.auto.modeling_auto import MODEL_FOR_MASKED_LM_MAPPING_NAMES
+
+    source = _resolve(name_or_path, allow_pickle)
+    device = torch.device(device) if device is not None else default_device()
+    try:
+        config = AutoConfig.from_pretrained(source, trust_remote_code=trust_remote_code)
+    except OSError as err:
+        raise OSError(
+            f"cannot resolve model {source!r}: not a local folder, and the hub could not be reached or has no such "
+            "model. On a machine without hub access, pass a local folder (load_mlm('/path/to/folder')) or use the "
+            f"embedded default (load_mlm()). Original error: {err}"
+        ) from err
+    archs = config.architectures or []
+    if config.model_type not in MODEL_FOR_MASKED_LM_MAPPING_NAMES or (
+        archs and not any("MaskedLM" in a or "LMHead" in a for a in archs)
+    ):
+        raise ValueError(
+            f"{source!r} has no masked-LM head (model_type={config.model_type!r}, architectures={archs}): "
+            "a Glauber chain needs MLM conditionals; pick a *ForMaskedLM checkpoint such as bert-base-uncased."
+        )
+    try:
+        model = AutoModelForMaskedLM.from_pretrained(
+            source, dtype=torch.float32, use_safetensors=None if allow_pickle else True,
+            trust_remote_code=trust_remote_code,
+        )
+    except (SafetensorError, OSError) as err:
+        hint = f" Rebuild it with `{REBUILD_DEFAULT}`." if name_or_path is None else ""
+        raise OSError(f"could not read the weights of {source!r}: {err}.{hint}") from err
+    tokenizer = AutoTokenizer.from_pretrained(source, trust_remote_code=trust_remote_code)
+    model.eval().to(device)
+    if dtype is None:
+        dtype = torch.bfloat16 if fast_bf16(device) else torch.float32
+    return MLMAdapter(model, tokenizer, device, dtype, name=str(name_or_path or DEFAULT_MODEL.name))

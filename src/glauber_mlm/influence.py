@@ -1,0 +1,84 @@
+"""The two conditions of the theorems, measured: Dobrushin influence and local margins.
+
+Influence of site j on site i: α_ij = sup_{x, y differing only at j} TV(q_i^τ(·|x_{-i}), q_i^τ(·|y_{-i})).
+If max_i Σ_j α_ij ≤ 1 − δ, path coupling gives mixing in O(n log n). The sup is over all of V^n,
+so a maximum over sampled contexts and replacement tokens is a LOWER bound on α_ij.
+
+Local margin at site i of x: top-1 minus top-2 logit of ℓ_i(·|x_{-i}); a basin whose sites all sit at
+their argmax with margin ≥ m is left only through tokens of probability ≤ (V−1)e^{−m/τ}.
+"""
+from __future__ import annotations
+
+import torch
+from tqdm.auto import tqdm
+
+from .conditionals import ConditionalModel, check_states, total_variation
+
+
+def _all_site_logits(model: ConditionalModel, states: torch.Tensor, dtype: torch.dtype | None, chunk: int) -> torch.Tensor:
+    """ℓ_i(·|x_{-i}) for every site of every state: (B, n, V), in chunks of `chunk` rows."""
+    B, n = states.shape
+    rows = states.repeat_interleave(n, 0)
+    sites = torch.arange(n, device=states.device).repeat(B)
+    out = [model.logits(rows[k : k + chunk], sites[k : k + chunk], dtype=dtype) for k in range(0, B * n, chunk)]
+    return torch.cat(out).view(B, n, -1)
+
+
+@torch.inference_mode()
+def influence_matrix(
+    model: ConditionalModel,
+    contexts: torch.Tensor,
+    temperatures: list[float] | torch.Tensor,
+    replacements: int = 4,
+    top_k: int = 50,
+    seed: int = 0,
+    dtype: torch.dtype | None = torch.float32,
+    chunk: int = 256,
+    progress: bool = False,
+) -> torch.Tensor:
+    """Lower bound on α_ij per context: α[c, t, i, j] = max over sampled y_j of TV(q_i^τ(·|x), q_i^τ(·|x with x_j=y_j)).
+
+    Replacement tokens y_j ≠ x_j come from the top-k of ℓ_j(·|x) (the tokens a chain would
+    actually move to). Logits do not depend on τ, so one pass serves every temperature. Take the
+    max over contexts for the sup, or keep contexts apart for intervals (see `stats`).
+    Cost: C · n · (1 + replacements · n) conditionals.
+    """
+    contexts = check_states(model, contexts)
+    taus = torch.as_tensor(temperatures, dtype=torch.float32, device=contexts.device).flatten()
+    if taus.numel() == 0 or (taus <= 0).any() or not torch.isfinite(taus).all():
+        raise ValueError(f"temperatures must be finite and > 0, got {taus.tolist()}.")
+    C, n = contexts.shape
+    g = torch.Generator().manual_seed(seed)
+    alpha = torch.zeros(C, taus.numel(), n, n)
+    for c in tqdm(range(C), disable=not progress, desc="influence", mininterval=2.0):
+        x = contexts[c : c + 1]
+        base = _all_site_logits(model, x, dtype, chunk)[0]  # (n, V)
+        top = base.topk(top_k + 1, dim=-1).indices.cpu()  # candidates for y_j, per j
+        for j in range(n):
+            cand = top[j][top[j] != x[0, j].item()][:top_k]
+            ys = cand[torch.randperm(cand.numel(), generator=g)[:replacements]]
+            perturbed = x.repeat(ys.numel(), 1)
+            perturbed[:, j] = ys.to(x.device)
+            pert = _all_site_logits(model, perturbed, dtype, chunk)  # (r, n, V)
+            for t, tau in enumerate(taus):
+                tv = total_variation(torch.log_softmax(base / tau, -1), torch.log_softmax(pert / tau, -1))  # (r, n)
+                alpha[c, t, :, j] = tv.max(0).values.cpu()
+    return alpha
+
+
+def total_influence(alpha: torch.Tensor) -> torch.Tensor:
+    """Dobrushin's total influence max_i Σ_{j≠i} α_ij over the last two dimensions."""
+    return alpha.sum(-1).max(-1).values
+
+
+@torch.inference_mode()
+def local_margins(model: ConditionalModel, states: torch.Tensor, dtype: torch.dtype | None = torch.float32,
+                  chunk: int = 256) -> torch.Tensor:
+    """Top-1 minus top-2 logit of ℓ_i(·|x_{-i}) at every site: (B, n), at τ = 1 (the margin at τ is m/τ)."""
+    states = check_states(model, states)
+    per = max(1, chunk // states.shape[1])
+    margins = []
+    for k in range(0, states.shape[0], per):
+        top2 = _all_site_logits(model, states[k : k + per], dtype, chunk).topk(2, dim=-1).values
+        margins.append((top2[..., 0] - top2[..., 1]).cpu())
+    return torch.cat(margins)

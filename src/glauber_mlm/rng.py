@@ -1,0 +1,48 @@
+"""Counter-based randomness: every draw is a pure function of (seed, step, stream).
+
+A chain's trajectory therefore depends on its own seed only, not on which other chains share
+its batch, whether coupled pairs have left the batch, or how the batch is split.
+"""
+from __future__ import annotations
+
+import torch
+
+_MASK64 = (1 << 64) - 1
+
+
+def _signed(c: int) -> int:
+    """A 64-bit constant as torch's signed int64 (torch integer arithmetic wraps around)."""
+    return c - (1 << 64) if c >= 1 << 63 else c
+
+
+_GOLDEN = _signed(0x9E3779B97F4A7C15)
+_M1 = _signed(0xBF58476D1CE4E5B9)
+_M2 = _signed(0x94D049BB133111EB)
+
+
+def _shr(z: torch.Tensor, s: int) -> torch.Tensor:
+    """Logical right shift of int64 (torch's >> is arithmetic)."""
+    return (z >> s) & ((1 << (64 - s)) - 1)
+
+
+def _splitmix64(z: torch.Tensor) -> torch.Tensor:
+    z = z + _GOLDEN
+    z = (z ^ _shr(z, 30)) * _M1
+    z = (z ^ _shr(z, 27)) * _M2
+    return z ^ _shr(z, 31)
+
+
+def uniforms(seeds: torch.Tensor, step: int | torch.Tensor, stream: int) -> torch.Tensor:
+    """U[0,1) float64 per seed: u = splitmix64(splitmix64(seed ⊕ stream) + step) / 2^64."""
+    seeds = seeds.to(torch.int64)
+    key = _splitmix64(seeds * 0x100000001B3 + stream)
+    z = _splitmix64(key + torch.as_tensor(step, dtype=torch.int64, device=seeds.device))
+    return _shr(z, 11).to(torch.float64) * (1.0 / (1 << 53))
+
+
+def sample_categorical(probs: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
+    """Inverse-CDF draw per row: the first v with cdf(v) > u · total (zero-probability ids never win)."""
+    cdf = probs.to(torch.float64).cumsum(-1)
+    target = (u.to(torch.float64) * cdf[:, -1]).unsqueeze(-1)
+    idx = torch.searchsorted(cdf, target, right=True).squeeze(-1)
+    return idx.clamp_max(probs.shape[-1] - 1)
