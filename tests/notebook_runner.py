@@ -1,0 +1,77 @@
+"""Execute the notebooks from the tests: `execute(name, out_dir, **params)` and `smoke_book(root)`.
+
+`execute("02_high_temperature_mixing", tmp_path)` converts `notebooks/02_high_temperature_mixing.py`
+with jupytext, runs it with papermill (kernel `python3`, profile `smoke` unless `profile=` is given)
+and returns the notebook's output dir `tmp_path / "02_high_temperature_mixing"` (tables, figures,
+provenance.json); the executed notebook is `tmp_path / "02_high_temperature_mixing.ipynb"`.
+A cell that raises makes it raise `glauber_mlm.book.NotebookFailed`, whose message names the cell
+and the error.
+
+Each (notebook, parameters) pair executes once per test session: a second `execute` with the same
+arguments, or the smoke book built by `tests/test_book.py`, copies the first run's outputs instead
+of executing the notebook again.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from glauber_mlm import book
+
+NOTEBOOKS = book.NOTEBOOKS
+_RUNS: dict[tuple, tuple[Path, Path]] = {}
+
+
+def _key(name: str, notebooks_dir: Path, params: dict) -> tuple:
+    return name, str(Path(notebooks_dir).resolve()), json.dumps(params, sort_keys=True, default=str)
+
+
+def execute(name: str, out_dir, *, notebooks_dir=NOTEBOOKS, **params) -> Path:
+    """Run notebook `name` (smoke profile by default) into `out_dir`; return its output dir `out_dir/name`."""
+    params.setdefault("profile", "smoke")
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    target_nb, target = out_dir / f"{name}.ipynb", out_dir / name
+    key = _key(name, notebooks_dir, params)
+    cached = _RUNS.get(key)
+    if cached and cached[0].exists() and cached[1].exists():
+        if cached[1].resolve() != target.resolve():
+            shutil.copy2(cached[0], target_nb)
+            if target.exists():
+                shutil.rmtree(target)
+            shutil.copytree(cached[1], target)
+        return target
+    book.run_notebook(name, target_nb, target, params, notebooks_dir=notebooks_dir, progress=False)
+    _RUNS[key] = (target_nb, target)
+    return target
+
+
+@dataclass
+class SmokeBook:
+    root: Path
+    html: Path                                    # _build/html/index.html
+    executed: list[str] = field(default_factory=list)
+    failures: dict[str, str] = field(default_factory=dict)   # notebook -> error message
+
+
+def smoke_book(root, notebooks_dir=NOTEBOOKS, extra: tuple[tuple[str, Path], ...] = ()) -> SmokeBook:
+    """Execute every notebook in the smoke profile into `root` (a temporary folder) and build the book with -W.
+
+    `extra` adds (name, notebooks_dir) pairs to execute as well. A notebook that fails is recorded in
+    `failures` (its page shows the traceback); a failing build raises `glauber_mlm.book.BookError`.
+    """
+    root = book.prepare_root(root)
+    out = root / "book" / "notebooks"
+    result = SmokeBook(root=root, html=root / "_build" / "html" / "index.html")
+    jobs = [(name, Path(notebooks_dir)) for name in book.known_notebooks(notebooks_dir)] + [(n, Path(d)) for n, d in extra]
+    for name, nb_dir in jobs:
+        try:
+            execute(name, out, notebooks_dir=nb_dir)
+            result.executed.append(name)
+        except book.BookError as err:
+            result.failures[name] = str(err)
+    book.write_execution_page(root)
+    result.html = book.build_book(root, quiet=True)
+    return result

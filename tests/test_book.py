@@ -1,0 +1,236 @@
+"""The `glauber-mlm run/book` commands and the Jupyter Book built from smoke-profile outputs (with -W)."""
+from __future__ import annotations
+
+import json
+import re
+import textwrap
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from glauber_mlm import book
+from glauber_mlm.cli import main as cli_main
+from notebook_runner import execute, smoke_book
+
+# A notebook that follows the project's template exactly (parameters cell, PROFILES, Run(...) in the
+# first cell, a table, a figure, run.finish()) on an exact model, so that the commands are tested even
+# before the result notebooks exist, and in seconds.
+EXAMPLE = textwrap.dedent('''\
+    # ---
+    # jupyter:
+    #   jupytext:
+    #     text_representation:
+    #       extension: .py
+    #       format_name: percent
+    #   kernelspec:
+    #     display_name: Python 3
+    #     language: python
+    #     name: python3
+    # ---
+
+    # %% [markdown]
+    # # Example: an Ising chain's magnetisation
+    #
+    # **Claim.** Glauber dynamics on an exact Ising chain keeps its spins balanced.
+
+    # %% tags=["parameters"]
+    profile = "cpu"
+    model = None
+    device = None
+    seed = None
+    chains = None
+    steps = None
+    output_dir = None
+
+    # %%
+    import matplotlib.pyplot as plt
+    import pandas as pd
+    import torch
+
+    import glauber_mlm as gm
+    from glauber_mlm import exact
+    from glauber_mlm.notebook import Run
+
+    PROFILES = {
+        "smoke": dict(model=None, device=None, seed=0, chains=4, steps=40),
+        "cpu":   dict(model=None, device=None, seed=0, chains=8, steps=400),
+        "paper": dict(model=None, device=None, seed=0, chains=100, steps=10_000),
+    }
+    run = Run("99_example", profile, PROFILES, output_dir, model=model, device=device, seed=seed, chains=chains, steps=steps)
+    ising = exact.potts_chain(6, q=2, coupling=0.3)
+    run.show()
+
+    # %% [markdown]
+    # ## Magnetisation along the chains
+
+    # %%
+    init = torch.zeros(run["chains"], 6, dtype=torch.long)
+    traj = gm.glauber(ising, init, steps=run["steps"], temperature=1.0, seed=run["seed"])
+    table = run.save_table(pd.DataFrame({"chain": range(run["chains"]), "magnetisation": traj.final.float().mean(-1).tolist()}), "magnetisation")
+    fig, ax = plt.subplots(figsize=(4, 3))
+    ax.bar(table["chain"], table["magnetisation"])
+    ax.set_xlabel("chain"); ax.set_ylabel("fraction of spins up")
+    run.save_figure(fig, "magnetisation")
+    plt.show()
+
+    # %% [markdown]
+    # The bars are the fraction of up spins per chain at the last step.
+
+    # %%
+    run.finish()
+    ''')
+
+
+@pytest.fixture(scope="session")
+def example_dir(tmp_path_factory) -> Path:
+    d = tmp_path_factory.mktemp("example_notebooks")
+    (d / "99_example.py").write_text(EXAMPLE)
+    return d
+
+
+@pytest.fixture(scope="session")
+def built(tmp_path_factory, example_dir):
+    """The whole smoke book, executed and built once per session in a temporary root."""
+    root = tmp_path_factory.mktemp("smoke_book")
+    return smoke_book(root, extra=(("99_example", example_dir),))
+
+
+# ---------------------------------------------------------------- command line, no kernel needed
+
+
+def test_parse_value_reads_yaml_like_papermill():
+    assert book.parse_value("3") == 3
+    assert book.parse_value("2.5") == 2.5
+    assert book.parse_value("[1.0, 2]") == [1.0, 2]
+    assert book.parse_value("null") is None
+    assert book.parse_value("roberta-base") == "roberta-base"
+    assert book.parse_value("data/models/x") == "data/models/x"
+
+
+def test_unknown_notebook_is_refused_with_the_known_names(example_dir, tmp_path, capsys):
+    rc = cli_main(["run", "no_such_notebook", "--notebooks", str(example_dir), "--root", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert rc == 1
+    assert "unknown notebook 'no_such_notebook'" in err and "99_example" in err
+
+
+def test_unknown_parameter_is_refused_before_execution(example_dir, tmp_path, capsys):
+    rc = cli_main(["run", "99_example", "--notebooks", str(example_dir), "--root", str(tmp_path), "-p", "temprature", "2"])
+    err = capsys.readouterr().err
+    assert rc == 1
+    assert "no parameter 'temprature'" in err and "steps" in err
+    assert not (tmp_path / "book" / "notebooks" / "99_example.ipynb").exists()
+
+
+def test_effective_toc_drops_missing_pages_and_adds_unlisted_notebooks(tmp_path):
+    (tmp_path / "book" / "notebooks").mkdir(parents=True)
+    for page in ("intro", "theory"):
+        (tmp_path / "book" / f"{page}.md").write_text(f"# {page}\n")
+    (tmp_path / "book" / "notebooks" / "01_a.ipynb").write_text("{}")
+    (tmp_path / "book" / "notebooks" / "07_new.ipynb").write_text("{}")
+    (tmp_path / "_toc.yml").write_text(yaml.safe_dump({
+        "format": "jb-book", "root": "book/intro",
+        "parts": [
+            {"caption": "Background", "chapters": [{"file": "book/theory"}, {"file": "book/model_card"}]},
+            {"caption": "Results", "chapters": [{"file": "book/notebooks/01_a"}, {"file": "book/notebooks/02_b"}]},
+            {"caption": "Later", "chapters": [{"file": "book/performance"}]},
+        ]}))
+    toc, dropped, added = book.effective_toc(tmp_path)
+    assert sorted(dropped) == ["book/model_card", "book/notebooks/02_b", "book/performance"]
+    assert added == ["book/notebooks/07_new"]
+    assert [p["caption"] for p in toc["parts"]] == ["Background", "Results"]
+    assert toc["parts"][1]["chapters"] == [{"file": "book/notebooks/01_a"}, {"file": "book/notebooks/07_new"}]
+
+
+def test_committed_toc_lists_every_prose_page_and_the_six_notebooks():
+    toc = yaml.safe_load((book.REPO / "_toc.yml").read_text())
+    files = re.findall(r"file: (\S+)", (book.REPO / "_toc.yml").read_text())
+    assert toc["root"] == "book/intro"
+    for page in ("theory", "model_card", "run_it_yourself", "execution", "references"):
+        assert f"book/{page}" in files
+    assert sum(f.startswith("book/notebooks/") for f in files) == 6
+    for f in files:
+        if not f.startswith("book/notebooks/") and f != "book/execution":
+            assert (book.REPO / f"{f}.md").exists(), f
+
+
+# ---------------------------------------------------------------- executing notebooks
+
+
+def test_example_notebook_saves_its_table_and_provenance(example_dir, tmp_path):
+    out = execute("99_example", tmp_path, notebooks_dir=example_dir)
+    assert out == tmp_path / "99_example"
+    table = pd.read_csv(out / "magnetisation.csv")
+    assert list(table.columns) == ["chain", "magnetisation"] and len(table) == 4
+    assert table["magnetisation"].between(0, 1).all()
+    assert (out / "magnetisation.png").stat().st_size > 1000
+    prov = json.loads((out / "provenance.json").read_text())
+    assert prov["profile"] == "smoke" and prov["parameters"]["steps"] == 40 and prov["wall_time_s"] >= 0
+    assert (tmp_path / "99_example.ipynb").exists()
+
+
+def test_explicit_parameters_override_the_profile(example_dir, tmp_path):
+    root = tmp_path / "root"
+    rc = cli_main(["run", "99_example", "--notebooks", str(example_dir), "--root", str(root),
+                   "--profile", "smoke", "-p", "chains", "3", "-p", "seed", "7"])
+    assert rc == 0
+    out = root / "book" / "notebooks" / "99_example"
+    assert len(pd.read_csv(out / "magnetisation.csv")) == 3
+    prov = json.loads((out / "provenance.json").read_text())
+    assert prov["parameters"]["seed"] == 7 and prov["parameters"]["steps"] == 40
+
+
+def _real_notebooks() -> list[str]:
+    return book.known_notebooks()
+
+
+@pytest.mark.parametrize("name", ["99_example"] + _real_notebooks())
+def test_unknown_profile_stops_the_notebook_at_its_first_cell(name, example_dir, tmp_path):
+    nb_dir = example_dir if name == "99_example" else book.NOTEBOOKS
+    with pytest.raises(book.NotebookFailed) as info:
+        book.run_notebook(name, tmp_path / f"{name}.ipynb", tmp_path / name, {"profile": "bogus"},
+                          notebooks_dir=nb_dir, progress=False)
+    message = str(info.value)
+    assert "first cell after the parameters" in message, message
+    assert "unknown profile 'bogus'" in message, message
+
+
+# ---------------------------------------------------------------- the smoke book
+
+
+def test_every_notebook_executes_in_the_smoke_profile(built):
+    assert not built.failures, "\n".join(built.failures.values())
+    assert set(_real_notebooks()) | {"99_example"} <= set(built.executed)
+
+
+def test_book_has_a_page_per_prose_file_and_per_notebook(built):
+    html = built.root / "_build" / "html"
+    assert built.html.exists()
+    for page in ("intro", "theory", "model_card", "run_it_yourself", "execution", "references"):
+        assert (html / "book" / f"{page}.html").exists(), page
+    for name in built.executed:
+        page = html / "book" / "notebooks" / f"{name}.html"
+        assert page.exists(), name
+        # the download button offers the executed notebook itself
+        assert (html / "_sources" / "book" / "notebooks" / f"{name}.ipynb").exists(), name
+        assert f"{name}.ipynb" in page.read_text()
+    # the example page shows its figure
+    assert re.search(r'<img[^>]+src="[^"]+\.png"', (html / "book" / "notebooks" / "99_example.html").read_text())
+
+
+def test_execution_page_lists_every_executed_notebook(built):
+    text = (built.root / "book" / "execution.md").read_text()
+    for name in built.executed:
+        row = next(line for line in text.splitlines() if line.startswith(f"| [{name}]"))
+        assert "| ok | smoke |" in row, row
+    assert "CPU" in text or "CUDA" in text
+
+
+def test_book_renders_math_without_the_network(built):
+    html = built.root / "_build" / "html"
+    theory = (html / "book" / "theory.html").read_text()
+    assert (html / "_static" / "mathjax" / "tex-chtml.js").exists()
+    assert 'src="../_static/mathjax/tex-chtml.js"' in theory
+    assert "cdn.jsdelivr" not in theory
