@@ -7,6 +7,7 @@ would be wasted work). Ids outside `support` (special and unused tokens) get log
 """
 from __future__ import annotations
 
+import copy
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -75,6 +76,34 @@ class MLMAdapter:
             raise ValueError(f"{name}: the tokenizer lacks a mask, start or end token, so it cannot be used as an MLM.")
         self.mask_id, self.prefix, self.suffix = tokenizer.mask_token_id, prefix, suffix
         self.head = _site_head(model)
+        # low-precision forwards use a copy whose Linear weights are stored in that dtype, run under
+        # autocast (LayerNorm, softmax and the residual stream stay fp32): no re-cast of fp32 weights per call
+        self.cast_weights = True
+        # batch width below which a forward is latency-bound: `glauber(speculate=None)` fills it with sites
+        # evaluated ahead (see sampling.default_speculation); 0 = off (measured: benchmarks/, book/performance.md)
+        self.speculation_rows = 256 if device.type == "cuda" else 0
+        self._lowp: dict[torch.dtype, torch.nn.Module] = {}
+
+    def weights_for(self, dtype: torch.dtype) -> torch.nn.Module:
+        """The module that runs forwards in `dtype`: the fp32 model, or a cached copy with Linear weights in `dtype`.
+
+        Built on first use; call `refresh_weights()` after changing `model`'s weights.
+        """
+        if dtype == torch.float32 or not self.cast_weights:
+            return self.model
+        if dtype not in self._lowp:
+            lowp = copy.deepcopy(self.model)
+            for module in lowp.modules():
+                if isinstance(module, torch.nn.Linear):
+                    module.weight = torch.nn.Parameter(module.weight.detach().to(dtype), requires_grad=False)
+                    if module.bias is not None:
+                        module.bias = torch.nn.Parameter(module.bias.detach().to(dtype), requires_grad=False)
+            self._lowp[dtype] = lowp.eval()
+        return self._lowp[dtype]
+
+    def refresh_weights(self) -> None:
+        """Forget the low-precision weight copies (rebuilt from `model` on the next forward)."""
+        self._lowp.clear()
 
     def logits(self, states: torch.Tensor, sites: torch.Tensor, dtype: torch.dtype | None = None) -> torch.Tensor:
         """ℓ_i(·|x_{-i}) at each row's site, float32 (B, V), −inf off the support."""
@@ -87,12 +116,13 @@ class MLMAdapter:
         ], 1)
         ids[rows, sites + 1] = self.mask_id
         dtype = dtype or self.dtype
-        with torch.autocast(self.device.type, dtype=dtype, enabled=dtype != torch.float32):
+        model = self.weights_for(dtype)
+        with torch.inference_mode(), torch.autocast(self.device.type, dtype=dtype, enabled=dtype != torch.float32):
             if self.head is None:
-                out = self.model(input_ids=ids).logits[rows, sites + 1]
+                out = model(input_ids=ids).logits[rows, sites + 1]
             else:
-                hidden = self.model.base_model(input_ids=ids).last_hidden_state
-                out = self.head(hidden[rows, sites + 1])
+                hidden = model.base_model(input_ids=ids).last_hidden_state
+                out = _site_head(model)(hidden[rows, sites + 1])
         return out.float().masked_fill(~self.support, float("-inf"))
 
     def encode(self, texts: list[str], length: int) -> tuple[torch.Tensor, list[int]]:
@@ -146,6 +176,7 @@ def load_mlm(
     dtype: torch.dtype | None = None,
     allow_pickle: bool = False,
     trust_remote_code: bool = False,
+    attn_implementation: str = "sdpa",
 ) -> MLMAdapter:
     """Load a Hugging Face masked LM (hub name or local folder; None: the embedded default).
 
@@ -153,6 +184,8 @@ def load_mlm(
     only with `trust_remote_code=True`. `device`: default cuda when present, else cpu. `dtype`: the
     forward dtype used for sampling; default bf16 where the hardware runs it natively, else fp32.
     Softmax and sampling always run in fp32; rectangle and influence estimates ask for fp32 forwards.
+    Low-precision forwards use a cached copy of the Linear weights in that dtype (see `MLMAdapter.weights_for`).
+    `attn_implementation`: "sdpa" (default, falls back to the family's default where unsupported) or "eager".
     """
     from safetensors import SafetensorError
     from transformers import AutoConfig, AutoModelForMaskedLM, AutoTokenizer
@@ -176,11 +209,12 @@ def load_mlm(
             f"{source!r} has no masked-LM head (model_type={config.model_type!r}, architectures={archs}): "
             "a Glauber chain needs MLM conditionals; pick a *ForMaskedLM checkpoint such as bert-base-uncased."
         )
+    kwargs = dict(dtype=torch.float32, use_safetensors=None if allow_pickle else True, trust_remote_code=trust_remote_code)
     try:
-        model = AutoModelForMaskedLM.from_pretrained(
-            source, dtype=torch.float32, use_safetensors=None if allow_pickle else True,
-            trust_remote_code=trust_remote_code,
-        )
+        try:  # fused scaled-dot-product attention where the family supports it (no padding mask is ever passed)
+            model = AutoModelForMaskedLM.from_pretrained(source, attn_implementation=attn_implementation, **kwargs)
+        except (ValueError, ImportError):
+            model = AutoModelForMaskedLM.from_pretrained(source, **kwargs)
     except (SafetensorError, OSError) as err:
         hint = f" Rebuild it with `{REBUILD_DEFAULT}`." if name_or_path is None else ""
         raise OSError(f"could not read the weights of {source!r}: {err}.{hint}") from err

@@ -15,6 +15,7 @@ from .conditionals import ConditionalModel, as_temperatures, check_states, log_c
 from .rng import sample_categorical, uniforms
 
 SITE_STREAM, TOKEN_STREAM = 0, 1
+MAX_SPECULATION = 16
 
 
 @dataclass
@@ -38,11 +39,25 @@ def chain_seeds(seed: int | list[int] | torch.Tensor, batch: int) -> torch.Tenso
     return seeds
 
 
-def choose_sites(seeds: torch.Tensor, step: int, n: int, scan: str) -> torch.Tensor:
-    """Random scan: i ~ Uniform{0..n−1} from the chain's seed; systematic scan: i = step mod n."""
+def choose_sites(seeds: torch.Tensor, step: int | torch.Tensor, n: int, scan: str) -> torch.Tensor:
+    """Random scan: i ~ Uniform{0..n−1} from the chain's seed; systematic scan: i = step mod n.
+
+    `step` is one int, or one step per seed (chains that are at different steps)."""
     if scan == "random":
         return (uniforms(seeds, step, SITE_STREAM) * n).long().clamp_max(n - 1)
+    if isinstance(step, torch.Tensor):
+        return (step.to(seeds.device, torch.int64) % n).expand_as(seeds).clone()
     return torch.full_like(seeds, step % n)
+
+
+def default_speculation(model: ConditionalModel, batch: int) -> int:
+    """Sites evaluated ahead per chain when `speculate=None`: fill the model's `speculation_rows`.
+
+    A model declares `speculation_rows`, the batch width below which a forward costs about as much as
+    one row (latency-bound); models without it (e.g. the exact ones) get 1, the plain engine.
+    """
+    rows = int(getattr(model, "speculation_rows", 0) or 0)
+    return max(1, min(MAX_SPECULATION, rows // max(batch, 1)))
 
 
 def check_scan(scan: str) -> None:
@@ -61,20 +76,32 @@ def glauber(
     record_every: int = 1,
     dtype: torch.dtype | None = None,
     progress: bool = False,
+    speculate: int | None = None,
 ) -> Trajectory:
     """Run `steps` Glauber updates on every chain of `init` (B × n) in one batched pass per step.
 
     `temperature` and `seed` are scalars or one value per chain, so a temperature grid is one batch.
     `dtype` is the forward-pass dtype (None: the model's default); softmax and sampling run in fp32/fp64.
+
+    `speculate = k > 1` evaluates each chain's next k sites on its current state in one batch and
+    consumes them in order up to the first step that changes a token (exact: every conditional used
+    saw the true current state; draws are counter-based, so the trajectory is the one k = 1 gives).
+    It saves sequential forwards where most steps keep their token (low τ) and costs k× the rows
+    per forward; None picks k from the model's latency-bound width (`default_speculation`).
     """
     check_scan(scan)
     if steps < 0 or record_every < 1:
         raise ValueError(f"need steps ≥ 0 and record_every ≥ 1, got steps={steps}, record_every={record_every}.")
+    if speculate is not None and (int(speculate) != speculate or speculate < 1):
+        raise ValueError(f"speculate must be an integer ≥ 1 (1: no speculation) or None, got {speculate!r}.")
     x = check_states(model, init).clone()
     B, n = x.shape
     tau = as_temperatures(temperature, B, x.device)
     seeds = chain_seeds(seed, B).to(x.device)
     rows = torch.arange(B, device=x.device)
+    k = default_speculation(model, B) if speculate is None else int(speculate)
+    if k > 1:
+        return _speculative(model, x, steps, tau, seeds, scan, record_every, dtype, progress, k)
 
     recorded, recorded_steps = [x.cpu().clone()], [0]
     sites_log = torch.empty(steps, B, dtype=torch.int16 if n < 2**15 else torch.int32)
@@ -90,3 +117,60 @@ def glauber(
             recorded.append(x.cpu().clone())
             recorded_steps.append(t + 1)
     return Trajectory(torch.stack(recorded), torch.tensor(recorded_steps), sites_log, changed_log, x.cpu())
+
+
+def _speculative(model, x, steps, tau, seeds, scan, record_every, dtype, progress, k) -> Trajectory:
+    """`glauber` with k sites evaluated ahead per chain; chains advance by different numbers of steps."""
+    B, n = x.shape
+    dev = x.device
+    done = torch.zeros(B, dtype=torch.int64, device=dev)  # steps completed per chain
+    ahead = torch.arange(k, device=dev)
+    n_rec = steps // record_every + 1
+    recorded = torch.empty(n_rec, B, n, dtype=x.dtype)
+    recorded[0] = x.cpu()
+    sites_log = torch.empty(steps, B, dtype=torch.int16 if n < 2**15 else torch.int32)
+    changed_log = torch.zeros(steps, B, dtype=torch.bool)
+    bar = tqdm(total=steps, disable=not progress, desc="glauber", mininterval=2.0)
+    while True:
+        act = torch.nonzero(done < steps).flatten()
+        if act.numel() == 0:
+            break
+        A, t0 = act.numel(), done[act]
+        offs = t0.unsqueeze(1) + ahead  # (A, k): the steps evaluated ahead
+        valid = offs < steps
+        s_rep = seeds[act].unsqueeze(1).expand(A, k)
+        sites = choose_sites(s_rep.reshape(-1), offs.reshape(-1), n, scan).view(A, k)
+        xa = x[act]
+        ra, ca = torch.nonzero(valid, as_tuple=True)
+        probs = log_conditionals(model, xa[ra], sites[ra, ca], tau[act][ra], dtype).exp()
+        drawn = sample_categorical(probs, uniforms(s_rep[ra, ca], offs[ra, ca], TOKEN_STREAM))
+        current = xa.gather(1, sites)  # (A, k): the token now at each speculated site
+        new = current.clone()
+        new[ra, ca] = drawn
+        changed = (new != current) & valid
+        any_change = changed.any(1)
+        first = changed.int().argmax(1)  # first changing step (0 where none)
+        used = torch.where(any_change, first + 1, valid.sum(1))  # steps consumed per chain
+        keep = ahead.unsqueeze(0) < used.unsqueeze(1)
+        lr, lc = torch.nonzero(keep, as_tuple=True)
+        li, lb = offs[lr, lc].cpu(), act[lr].cpu()
+        sites_log[li, lb] = sites[lr, lc].to(sites_log.dtype).cpu()
+        changed_log[li, lb] = changed[lr, lc].cpu()
+        old = xa.clone()
+        cr = torch.nonzero(any_change).flatten()
+        xa[cr, sites[cr, first[cr]]] = new[cr, first[cr]]
+        x[act] = xa
+        end = t0 + used
+        # recorded states: before the last consumed step the chain is unchanged (old), after it it is xa
+        lo, hi = t0 // record_every + 1, end // record_every
+        for d in range(int((hi - lo).max().clamp_min(-1)) + 1):
+            m = lo + d
+            ok = m <= hi
+            if ok.any():
+                state = torch.where((m * record_every == end).unsqueeze(1), xa, old)
+                recorded[m[ok].cpu(), act[ok].cpu()] = state[ok].cpu()
+        before = int(done.min())
+        done[act] = end
+        bar.update(int(done.min()) - before)
+    bar.close()
+    return Trajectory(recorded, torch.arange(n_rec) * record_every, sites_log, changed_log, x.cpu())
