@@ -4,11 +4,11 @@ from .conditionals import ConditionalModel, log_conditionals, total_variation
 from .coupling import CouplingResult, coupling_times, maximal_coupling
 from .hf import DEFAULT_MODEL, MLMAdapter, load_mlm
 from .influence import influence_matrix, local_margins, total_influence
-from .rectangle import Rectangles, random_rectangles, rectangle_statistic
+from .rectangle import Rectangles, RectangleTest, random_rectangles, rectangle_statistic, rectangle_test
 from .sampling import Trajectory, glauber
 
 __all__ = [
-    "ConditionalModel", "CouplingResult", "DEFAULT_MODEL", "MLMAdapter", "Rectangles", "Trajectory",
+    "ConditionalModel", "CouplingResult", "DEFAULT_MODEL", "MLMAdapter", "Rectangles", "RectangleTest", "Trajectory",
     "coupling_times", "exact", "glauber", "influence_matrix", "load_mlm", "local_margins", "log_conditionals",
-    "maximal_coupling", "random_rectangles", "rectangle_statistic", "total_influence", "total_variation",
+    "maximal_coupling", "random_rectangles", "rectangle_statistic", "rectangle_test", "total_influence", "total_variation",
 ]

@@ -70,6 +70,18 @@ def potts_chain(n: int, q: int = 2, coupling: float = 1.0, field: torch.Tensor |
     return PairwiseModel(W, h)
 
 
+def compatible_pairwise(n: int, q: int, logit_std: float = 1.0, seed: int = 0) -> PairwiseModel:
+    """Random pairwise model with W_ji = W_ijᵀ (a joint law exists, so ρ = 0 exactly), logits of std ≈ `logit_std`.
+
+    W_ij = G_ij + G_jiᵀ and h_i with i.i.d. normal entries of std σ = logit_std / √(2(n−1) + 1), so that
+    ℓ_i = h_i + Σ_j W_ij(·, x_j) has variance ≈ logit_std²: a float-noise reference at a chosen logit scale.
+    """
+    g = torch.Generator().manual_seed(seed)
+    sigma = logit_std / (2 * (n - 1) + 1) ** 0.5
+    G = sigma * torch.randn(n, n, q, q, generator=g, dtype=torch.float64)
+    return PairwiseModel(G + G.permute(1, 0, 3, 2), sigma * torch.randn(n, q, generator=g, dtype=torch.float64))
+
+
 def incompatible_pairwise(n: int, q: int, scale: float = 1.0, seed: int = 0) -> PairwiseModel:
     """Random pairwise model with independent W_ij and W_ji: conditionals no joint law can have."""
     g = torch.Generator().manual_seed(seed)

@@ -54,3 +54,47 @@ def _ms_marco(limit: int) -> list[dict]:
 def load_political_text() -> list[dict]:
     """Labelled text for the political score: dicts with `text` and `label` (1 political, 0 not)."""
     return _read_jsonl(DATA / "political.jsonl")
+
+
+def sample_passages(model, rows: list[dict], length: int, count: int, seed: int = 0):
+    """`count` passages of exactly `length` tokens, from distinct documents, with distinct token sequences.
+
+    `model` is an `MLMAdapter` (its `encode` keeps the first `length` tokens of texts that have at least
+    that many supported tokens). Passages are drawn in a random order fixed by `seed`; at most one per
+    document (`doc_id`, else `id`), so that no two share a source text. Returns (states (count, length), ids).
+    """
+    import numpy as np
+    import torch
+
+    if count < 1:
+        raise ValueError(f"count must be ≥ 1, got {count}.")
+    states, kept = model.encode([r["text"] for r in rows], length)
+    order = np.random.default_rng(seed).permutation(len(kept))
+    docs, seqs, pick = set(), set(), []
+    for k in order:
+        row = rows[kept[k]]
+        doc, seq = row.get("doc_id") or row.get("id"), tuple(states[k].tolist())
+        if doc in docs or seq in seqs:
+            continue
+        docs.add(doc)
+        seqs.add(seq)
+        pick.append(int(k))
+        if len(pick) == count:
+            break
+    if len(pick) < count:
+        raise ValueError(
+            f"only {len(pick)} passages from distinct documents have {length} supported tokens, but {count} are "
+            "needed: ask for fewer pairs or rectangles, a shorter length, or more passages."
+        )
+    ids = [rows[kept[k]].get("id", str(kept[k])) for k in pick]
+    return states[torch.as_tensor(pick)], ids
+
+
+def passage_pairs(model, rows: list[dict], length: int, pairs: int, seed: int = 0):
+    """Starting pairs for coupled chains: (x0, y0, ids), two independent passages of `length` tokens per pair.
+
+    All 2·pairs passages come from distinct documents (see `sample_passages`), so x0[p] ≠ y0[p] and no
+    passage is reused across pairs. `ids` lists (id of x0[p], id of y0[p]).
+    """
+    states, ids = sample_passages(model, rows, length, 2 * pairs, seed)
+    return states[:pairs], states[pairs:], list(zip(ids[:pairs], ids[pairs:]))

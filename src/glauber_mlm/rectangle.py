@@ -3,6 +3,8 @@
 Around the rectangle (a,b) → (a',b) → (a',b') → (a,b') → (a,b) with context z fixed,
 ρ = log R = log q_i(a'|b)/q_i(a|b) + log q_j(b'|a')/q_j(b|a') + log q_i(a|b')/q_i(a'|b') + log q_j(b|a)/q_j(b'|a).
 Any positive joint gives ρ = 0; |ρ| > tol certifies incompatibility. At temperature τ, ρ_τ = ρ_1/τ.
+The same four conditionals give the token-level influence between the sites (`rectangle_test`):
+tv_i = TV(q_i(·|b), q_i(·|b')), tv_j = TV(q_j(·|a), q_j(·|a')).
 """
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ from dataclasses import dataclass
 
 import torch
 
-from .conditionals import ConditionalModel, as_temperatures, check_states, log_conditionals
+from .conditionals import ConditionalModel, as_temperatures, check_states, log_conditionals, total_variation
 
 
 @dataclass
@@ -44,20 +46,46 @@ def _check(model: ConditionalModel, r: Rectangles) -> tuple[torch.Tensor, ...]:
     return contexts, i, j, a, a2, b, b2
 
 
+@dataclass
+class RectangleTest:
+    """ρ and the token-level influence between the two sites of each rectangle, from one set of conditionals.
+
+    tv_i = TV(q_i(·|x_j=b), q_i(·|x_j=b')): how much switching site j moves site i; tv_j likewise
+    with a, a' at i. `influence` is their mean, the symmetric token-level influence of the pair.
+    """
+
+    rho: torch.Tensor  # (R,) float64
+    tv_i: torch.Tensor  # (R,) float64
+    tv_j: torch.Tensor  # (R,) float64
+
+    @property
+    def influence(self) -> torch.Tensor:
+        return 0.5 * (self.tv_i + self.tv_j)
+
+
 @torch.inference_mode()
-def rectangle_statistic(
+def rectangle_test(
     model: ConditionalModel,
     rects: Rectangles,
     temperature: float = 1.0,
     dtype: torch.dtype | None = torch.float32,
-) -> torch.Tensor:
-    """ρ = log R for each rectangle (float64, shape (R,)).
+    chunk: int = 256,
+) -> RectangleTest:
+    """ρ = log R and the token-level influences tv_i, tv_j for each rectangle, `chunk` rectangles per batch.
 
     The four conditionals are q_i(·|x_j=b), q_i(·|x_j=b'), q_j(·|x_i=a), q_j(·|x_i=a'); identical
     (state, site) queries, e.g. rectangles sharing (context, i, j, b), share one forward pass.
     Defaults to fp32 forwards: ρ can be smaller than bf16 rounding.
     """
     contexts, i, j, a, a2, b, b2 = _check(model, rects)
+    if chunk < 1:
+        raise ValueError(f"chunk must be ≥ 1 rectangle, got {chunk}.")
+    parts = [_rectangle_chunk(model, contexts[k : k + chunk], *(t[k : k + chunk] for t in (i, j, a, a2, b, b2)),
+                              temperature=temperature, dtype=dtype) for k in range(0, contexts.shape[0], chunk)]
+    return RectangleTest(*(torch.cat([p[m] for p in parts]).cpu() for m in range(3)))
+
+
+def _rectangle_chunk(model, contexts, i, j, a, a2, b, b2, temperature, dtype):
     R = contexts.shape[0]
     rows = torch.arange(R, device=contexts.device)
 
@@ -71,14 +99,32 @@ def rectangle_statistic(
     sites = torch.cat([i, i, j, j])
     queries, inverse = torch.unique(torch.cat([states, sites.unsqueeze(1)], 1), dim=0, return_inverse=True)
     tau = as_temperatures(temperature, queries.shape[0], contexts.device)
-    logq = log_conditionals(model, queries[:, :-1], queries[:, -1], tau, dtype).to(torch.float64)[inverse]
-    qi_b, qi_b2, qj_a, qj_a2 = logq.split(R)
-    return (
-        (qi_b[rows, a2] - qi_b[rows, a])
-        + (qj_a2[rows, b2] - qj_a2[rows, b])
-        + (qi_b2[rows, a] - qi_b2[rows, a2])
-        + (qj_a[rows, b] - qj_a[rows, b2])
+    logq = log_conditionals(model, queries[:, :-1], queries[:, -1], tau, dtype)  # (unique, V) float32
+    qi_b, qi_b2, qj_a, qj_a2 = inverse.split(R)
+
+    def at(q: torch.Tensor, tok: torch.Tensor) -> torch.Tensor:
+        return logq[q, tok].to(torch.float64)
+
+    rho = (
+        (at(qi_b, a2) - at(qi_b, a))
+        + (at(qj_a2, b2) - at(qj_a2, b))
+        + (at(qi_b2, a) - at(qi_b2, a2))
+        + (at(qj_a, b) - at(qj_a, b2))
     )
+    tv_i = total_variation(logq[qi_b], logq[qi_b2]).to(torch.float64)
+    tv_j = total_variation(logq[qj_a], logq[qj_a2]).to(torch.float64)
+    return rho, tv_i, tv_j
+
+
+def rectangle_statistic(
+    model: ConditionalModel,
+    rects: Rectangles,
+    temperature: float = 1.0,
+    dtype: torch.dtype | None = torch.float32,
+    chunk: int = 256,
+) -> torch.Tensor:
+    """ρ = log R for each rectangle (float64, shape (R,)); see `rectangle_test` for ρ with the influences."""
+    return rectangle_test(model, rects, temperature, dtype, chunk).rho
 
 
 @torch.inference_mode()

@@ -51,3 +51,51 @@ def fit_scaling(n, T) -> dict[str, tuple[float, float]]:
         r2 = 1 - np.sum(resid**2) / np.sum((np.log(T) - np.log(T).mean()) ** 2)
         out[name] = (C, float(r2))
     return out
+
+
+def censored_median_ci(times, met, level: float = 0.95, n_boot: int = 2000, seed: int = 0) -> tuple[float, float, float]:
+    """(median, low, high): `censored_median` and its percentile bootstrap interval over pairs (bounds may be inf)."""
+    t = np.where(np.asarray(met, bool), np.asarray(times, float), np.inf)
+    if t.size == 0:
+        raise ValueError("censored_median_ci needs at least one pair.")
+    rng = np.random.default_rng(seed)
+    boots = np.median(t[rng.integers(0, t.size, (n_boot, t.size))], axis=1)
+    tail = (1 - level) / 2
+    low, high = np.quantile(boots, [tail, 1 - tail], method="inverted_cdf")
+    return float(np.median(t)), float(low), float(high)
+
+
+def fit_scaling_ci(n, times, met=None, level: float = 0.95, n_boot: int = 1000, seed: int = 0
+                   ) -> dict[str, tuple[float, float, float, float]]:
+    """Per law (n, n log n, n²): (C, low, high, R²) for T ≈ C·f(n) fitted to the censored median T per length.
+
+    One entry per pair: its length `n`, coupling time and whether it met. C and R² come from `fit_scaling`
+    on the per-length medians; the interval resamples pairs within each length (percentile bootstrap).
+    A median beyond the budget (half or more censored) makes C infinite: no finite fit exists there.
+    """
+    n, times = np.asarray(n, float), np.asarray(times, float)
+    met = np.ones(n.shape, bool) if met is None else np.asarray(met, bool)
+    t = np.where(met, times, np.inf)
+    lengths = np.unique(n)
+    if lengths.size < 2:
+        raise ValueError(f"fitting a scaling law needs at least two lengths, got {lengths.tolist()}.")
+
+    def fit(medians: np.ndarray) -> dict[str, tuple[float, float]]:
+        if not np.isfinite(medians).all():
+            return {law: (np.inf, np.nan) for law in SCALINGS}
+        return fit_scaling(lengths, medians)
+
+    groups = [t[n == m] for m in lengths]
+    point = fit(np.array([np.median(g) for g in groups]))
+    rng = np.random.default_rng(seed)
+    boot_medians = np.stack([np.median(g[rng.integers(0, g.size, (n_boot, g.size))], axis=1) for g in groups], 1)
+    boots = {law: np.empty(n_boot) for law in SCALINGS}
+    for b in range(n_boot):
+        for law, (C, _) in fit(boot_medians[b]).items():
+            boots[law][b] = C
+    tail = (1 - level) / 2
+    out = {}
+    for law, (C, r2) in point.items():
+        low, high = np.quantile(boots[law], [tail, 1 - tail], method="inverted_cdf")
+        out[law] = (C, float(low), float(high), r2)
+    return out
