@@ -11,12 +11,15 @@ $(PY):
 	# the CPU wheel first: an unpinned torch would pull a multi-GB CUDA build
 	$(PY) -m pip install -q torch==2.13.0
 	$(PY) -m pip install -q -e ".[dev]"
+	# the Jupyter kernel papermill runs the notebooks in: this environment's python, named python3
+	$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (glauber-mlm)"
 
 install: $(PY)
 
 test: $(PY)
 	$(PY) -m pytest -q
 
+# executes notebooks/*.py with papermill into book/notebooks/, then jupyter-book build -W (see README)
 book: $(PY)
 	.venv/bin/glauber-mlm book --profile $(PROFILE) $(if $(MODEL),--model $(MODEL))
 

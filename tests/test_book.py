@@ -67,7 +67,7 @@ EXAMPLE = textwrap.dedent('''\
 
     # %%
     init = torch.zeros(run["chains"], 6, dtype=torch.long)
-    traj = gm.glauber(ising, init, steps=run["steps"], temperature=1.0, seed=run["seed"])
+    traj = gm.glauber(ising, init, steps=run["steps"], temperature=1.0, seed=run["seed"], progress=True)
     table = run.save_table(pd.DataFrame({"chain": range(run["chains"]), "magnetisation": traj.final.float().mean(-1).tolist()}), "magnetisation")
     fig, ax = plt.subplots(figsize=(4, 3))
     ax.bar(table["chain"], table["magnetisation"])
@@ -169,6 +169,20 @@ def test_example_notebook_saves_its_table_and_provenance(example_dir, tmp_path):
     prov = json.loads((out / "provenance.json").read_text())
     assert prov["profile"] == "smoke" and prov["parameters"]["steps"] == 40 and prov["wall_time_s"] >= 0
     assert (tmp_path / "99_example.ipynb").exists()
+
+
+def test_progress_bars_show_their_last_state_without_widget_warnings(example_dir, tmp_path):
+    execute("99_example", tmp_path, notebooks_dir=example_dir)
+    nb = json.loads((tmp_path / "99_example.ipynb").read_text())
+    streams = [o for c in nb["cells"] if c["cell_type"] == "code" for o in c.get("outputs", []) if o["output_type"] == "stream"]
+    text = "".join("".join(o["text"]) for o in streams)
+    assert "glauber: 100%" in text and "\r" not in text and " 0%" not in text
+    assert "IProgress" not in text
+
+
+def test_collapse_carriage_returns_keeps_the_last_redraw():
+    assert book._collapse_carriage_returns("\rbar 0%\rbar 50%\rbar 100%\n") == "bar 100%\n"
+    assert book._collapse_carriage_returns("a\r\nb\rc\r") == "a\nc"
 
 
 def test_explicit_parameters_override_the_profile(example_dir, tmp_path):

@@ -23,6 +23,7 @@ repository's `notebooks/` (or `--notebooks DIR`).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import json
 import os
@@ -91,6 +92,24 @@ def ensure_kernel(name: str = KERNEL) -> None:
         from ipykernel.kernelspec import install
 
         install(prefix=sys.prefix, kernel_name=name)
+
+
+@contextlib.contextmanager
+def _kernel_environment():
+    """Environment of the kernels started inside: tqdm's 'IProgress not found' warning is silenced.
+
+    Without ipywidgets, `tqdm.auto` in a kernel warns and falls back to the text bar, which is what the
+    book should show anyway (widget outputs would need JavaScript from the network to render).
+    """
+    old = os.environ.get("PYTHONWARNINGS")
+    os.environ["PYTHONWARNINGS"] = ",".join(filter(None, [old, "ignore:IProgress not found"]))
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop("PYTHONWARNINGS", None)
+        else:
+            os.environ["PYTHONWARNINGS"] = old
 
 
 def _to_ipynb(src: Path, dest: Path):
@@ -165,15 +184,53 @@ def run_notebook(
         output_dir.mkdir(parents=True)
         out_notebook.parent.mkdir(parents=True, exist_ok=True)
         try:
-            pm.execute_notebook(
-                str(ipynb), str(out_notebook), parameters=params, kernel_name=KERNEL,
-                progress_bar=progress, log_output=log_output, cwd=str(cwd or REPO),
-            )
+            with _kernel_environment():
+                pm.execute_notebook(
+                    str(ipynb), str(out_notebook), parameters=params, kernel_name=KERNEL,
+                    progress_bar=progress, log_output=log_output, cwd=str(cwd or REPO),
+                )
         except PapermillExecutionError as err:
+            tidy_streams(out_notebook)
             raise NotebookFailed(_describe_failure(name, out_notebook, err), out_notebook) from None
         except Exception as err:  # kernel died, timeout, ...
             raise NotebookFailed(f"{name} could not be executed: {type(err).__name__}: {err}", out_notebook) from None
+    tidy_streams(out_notebook)
     return out_notebook
+
+
+def _collapse_carriage_returns(text: str) -> str:
+    """What a terminal shows: on each line, only the text after its last carriage return (tqdm redraws)."""
+    lines = text.replace("\r\n", "\n").split("\n")
+    return "\n".join(next((seg for seg in reversed(line.split("\r")) if seg), "") for line in lines)
+
+
+def tidy_streams(path: Path) -> None:
+    """Merge consecutive stdout/stderr outputs of each cell and keep only the last redraw of progress bars."""
+    import nbformat
+
+    path = Path(path)
+    if not path.exists():
+        return
+    nb = nbformat.read(path, as_version=4)
+    changed = False
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        outputs = []
+        for out in cell.get("outputs", []):
+            prev = outputs[-1] if outputs else None
+            if out.get("output_type") == "stream" and prev is not None and prev.get("output_type") == "stream" and prev.get("name") == out.get("name"):
+                prev["text"] += out["text"]
+                changed = True
+            else:
+                outputs.append(out)
+        for out in outputs:
+            if out.get("output_type") == "stream" and "\r" in out["text"]:
+                out["text"] = _collapse_carriage_returns(out["text"])
+                changed = True
+        cell.outputs = outputs
+    if changed:
+        nbformat.write(nb, path)
 
 
 # --------------------------------------------------------------------------------------------
@@ -305,16 +362,28 @@ def write_execution_page(root: Path) -> Path:
     ]
     if rows:
         lines += [
-            "| notebook | status | profile | model | device | machine | notebook time | papermill time | commit | finished (UTC) |",
-            "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+            "## What ran",
+            "",
+            "| notebook | status | profile | model | device | notebook time | papermill time |",
+            "| --- | --- | --- | --- | --- | --- | --- |",
         ]
         for r in rows:
             link = f"[{r['notebook']}](notebooks/{r['notebook']}.ipynb)"
-            cells = [link, r["status"], r["profile"], f"`{r['model']}`", r["device"], r["machine"],
-                     _fmt_seconds(r["wall_time_s"]), _fmt_seconds(r["papermill_s"]), f"`{r['commit']}`", r["finished"] or "–"]
+            cells = [link, r["status"], r["profile"], f"`{r['model']}`", r["device"],
+                     _fmt_seconds(r["wall_time_s"]), _fmt_seconds(r["papermill_s"])]
             lines.append("| " + " | ".join(_md_cell(c) for c in cells) + " |")
         total = sum(float(r["papermill_s"] or 0) for r in rows)
         lines += ["", f"Total papermill time: {_fmt_seconds(total)} for {len(rows)} notebook(s)."]
+        lines += [
+            "",
+            "## Where and when",
+            "",
+            "| notebook | machine | commit | finished (UTC) |",
+            "| --- | --- | --- | --- |",
+        ]
+        for r in rows:
+            cells = [r["notebook"], r["machine"], f"`{r['commit']}`", r["finished"] or "–"]
+            lines.append("| " + " | ".join(_md_cell(c) for c in cells) + " |")
         versions = next((r["versions"] for r in rows if r["versions"]), {})
         if versions:
             lines += ["", "Package versions: " + ", ".join(f"{k} {v}" for k, v in versions.items()) + "."]
