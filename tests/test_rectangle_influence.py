@@ -3,7 +3,9 @@ import numpy as np
 import pytest
 import torch
 
-from glauber_mlm import Rectangles, exact, rectangle_statistic, rectangle_test
+from glauber_mlm import Rectangles, exact, load_mlm, random_rectangles, rectangle_statistic, rectangle_test
+from glauber_mlm.rectangle import float64_twin
+from tiny_models import save_tiny
 from glauber_mlm.stats import censored_median_ci, fit_scaling_ci
 
 
@@ -82,3 +84,20 @@ def test_censored_cells_give_infinite_constants_and_medians():
     assert censored_median_ci(T[:4], met[:4]) == (6.5, pytest.approx(5.0, abs=1.5), pytest.approx(8.0, abs=0.6))
     with pytest.raises(ValueError, match="two lengths"):
         fit_scaling_ci([4, 4], [1, 2])
+
+
+def test_float64_twin_rounds_once_and_leaves_the_model_alone(tmp_path):
+    mlm = load_mlm(save_tiny(tmp_path / "bert"), device="cpu", dtype=torch.float32)
+    twin = float64_twin(mlm)
+    assert next(twin.model.parameters()).dtype == torch.float64
+    assert next(mlm.model.parameters()).dtype == torch.float32
+    g = torch.Generator().manual_seed(0)
+    states = torch.nonzero(mlm.support).flatten()[torch.randint(20, (6, 8), generator=g)]
+    sites = torch.arange(6)
+    ours, ref = mlm.logits(states, sites, dtype=torch.float32), twin.logits(states, sites, dtype=torch.float32)
+    finite = torch.isfinite(ours)
+    assert torch.equal(finite, torch.isfinite(ref))
+    assert 0 < (ours - ref)[finite].abs().max() < 1e-5  # fp32 rounding: small but not nothing
+    specs = random_rectangles(mlm, states, per_passage=4, top_k=5, seed=1)
+    assert (rectangle_statistic(mlm, specs) - rectangle_statistic(twin, specs)).abs().max() < 1e-4
+

@@ -151,3 +151,21 @@ def random_rectangles(
     tokens = top.gather(1, pick)
     (a, a2), (b, b2) = tokens[:R].T, tokens[R:].T
     return Rectangles(contexts.cpu(), i, j, a, a2, b, b2)
+
+
+def float64_twin(mlm):
+    """A float64 copy of an `MLMAdapter`, to measure the fp32 forward's own rounding in ρ.
+
+    Its `logits(..., dtype=torch.float32)` run the whole network in float64 and round the result once to
+    float32 — as an exact model's logits are — so |ρ_fp32 − ρ_twin| is the rounding the fp32 forward adds.
+    """
+    import copy
+
+    from .hf import _site_head
+
+    twin = copy.copy(mlm)
+    twin.model = copy.deepcopy(mlm.model).double()
+    twin.head = None if mlm.head is None else _site_head(twin.model)
+    twin._lowp, twin.cast_weights = {}, False  # never build low-precision copies of the twin
+    twin.name = f"{mlm.name} (float64)"
+    return twin

@@ -1,0 +1,65 @@
+"""Notebook 02 (high-temperature mixing) runs in the smoke profile, saves sane tables, and refuses bad lengths early."""
+import numpy as np
+import pandas as pd
+import pytest
+
+from glauber_mlm.book import NotebookFailed
+from glauber_mlm.hf import DEFAULT_MODEL
+from glauber_mlm.stats import censored_median
+from notebook_runner import execute
+
+NAME = "02_high_temperature_mixing"
+pytestmark = pytest.mark.skipif(not (DEFAULT_MODEL / "model.safetensors").is_file(),
+                                reason="the embedded default model is not built yet")
+
+
+@pytest.fixture(scope="module")
+def out(tmp_path_factory):
+    return execute(NAME, tmp_path_factory.mktemp("nb02"))
+
+
+def test_coupling_times_are_censored_at_the_budget(out):
+    t = pd.read_csv(out / "coupling_times.csv")
+    assert list(t.columns) == ["temperature", "length", "pair", "seed", "time", "met", "budget"]
+    assert set(t.temperature) == {1.0, 8.0} and set(t.length) == {3, 5}
+    assert len(t) == 2 * 2 * 2  # temperatures × lengths × pairs (one replicate)
+    assert ((t.time >= 1) & (t.time <= t.budget)).all()  # pairs start from different passages
+    assert (t.time[~t.met] == t.budget[~t.met]).all()
+    assert t.met[t.time < t.budget].all()
+
+
+def test_phase_diagram_has_the_columns_notebook_05_reads(out):
+    t = pd.read_csv(out / "coupling_times.csv")
+    phase = pd.read_csv(out / "phase_diagram.csv")
+    assert list(phase.columns) == ["temperature", "length", "median_time", "met_fraction", "pairs", "budget"]
+    assert len(phase) == 4 and (phase.pairs == 2).all() and (phase.budget == 60).all()
+    assert phase.met_fraction.between(0, 1).all()
+    for _, row in phase.iterrows():
+        cell = t[(t.temperature == row.temperature) & (t.length == row.length)]
+        assert row.met_fraction == pytest.approx(cell.met.mean())
+        assert row.median_time == censored_median(cell.time, cell.met)  # inf where half or more never met
+        assert np.isinf(row.median_time) or row.median_time <= row.budget
+    # at τ = 8 the conditionals are nearly flat: every pair couples, within a few sweeps
+    hot = phase[phase.temperature == 8.0]
+    assert (hot.met_fraction == 1).all() and (hot.median_time <= 10 * hot.length).all()
+
+
+def test_scaling_fit_rows(out):
+    fit = pd.read_csv(out / "scaling_fit.csv")
+    assert list(fit.columns) == ["temperature", "law", "C", "ci_low", "ci_high", "r2"]
+    assert 8.0 in set(fit.temperature)
+    for _, g in fit.groupby("temperature"):
+        assert sorted(g.law) == ["n", "n log n", "n^2"]
+    finite = fit[np.isfinite(fit.C)]
+    assert (finite.C > 0).all() and (finite.ci_low <= finite.C).all() and (finite.C <= finite.ci_high).all()
+    assert (finite.r2 <= 1).all()
+    assert (out / "phase_diagram.png").is_file() and (out / "scaling.png").is_file()
+    assert (out / "provenance.json").is_file()
+
+
+def test_a_length_the_model_cannot_take_stops_the_first_cell(tmp_path):
+    with pytest.raises(NotebookFailed) as err:
+        execute(NAME, tmp_path, lengths=[10000])
+    message = str(err.value)
+    assert "first cell after the parameters" in message
+    assert "ValueError" in message and "lengths must be whole numbers of tokens" in message

@@ -1,0 +1,74 @@
+"""Notebook 01 (rectangle test) runs in the smoke profile, saves sane tables, and refuses bad parameters early."""
+import numpy as np
+import pandas as pd
+import pytest
+
+from glauber_mlm.book import NotebookFailed
+from glauber_mlm.hf import DEFAULT_MODEL
+from notebook_runner import execute
+
+NAME = "01_rectangle_test"
+pytestmark = pytest.mark.skipif(not (DEFAULT_MODEL / "model.safetensors").is_file(),
+                                reason="the embedded default model is not built yet")
+
+
+@pytest.fixture(scope="module")
+def out(tmp_path_factory):
+    return execute(NAME, tmp_path_factory.mktemp("nb01"))
+
+
+def test_rectangles_table(out):
+    r = pd.read_csv(out / "rectangles.csv")
+    assert list(r.columns[:7]) == ["model", "i", "j", "rho", "abs_rho", "influence", "certified"]
+    assert len(r) == 12 * 3  # smoke: contexts × per_passage
+    assert (r.i != r.j).all() and r.i.between(0, 9).all() and r.j.between(0, 9).all()
+    assert (r.abs_rho >= 0).all() and np.allclose(r.abs_rho, r.rho.abs())
+    assert r.influence.between(0, 1).all() and np.allclose(r.influence, (r.tv_i + r.tv_j) / 2)
+
+
+def test_summary_certifies_with_a_tolerance_above_float_noise(out):
+    r = pd.read_csv(out / "rectangles.csv")
+    s = pd.read_csv(out / "summary.csv")
+    assert list(s.columns[:7]) == ["model", "rectangles", "tolerance", "fraction_certified", "ci_low", "ci_high",
+                                   "median_abs_rho"]
+    row = s.iloc[0]
+    assert row.rectangles == len(r)
+    assert 0 < row.compatible_max_abs_rho < 1e-4 and row.forward_noise < 1e-3  # fp32 rounding, not signal
+    assert row.tolerance == pytest.approx(10 * max(row.compatible_max_abs_rho, row.forward_noise))
+    assert (r.certified == (r.abs_rho > row.tolerance)).all()
+    assert row.fraction_certified == pytest.approx(r.certified.mean())
+    assert 0 <= row.ci_low <= row.fraction_certified <= row.ci_high <= 1
+    assert row.median_abs_rho == pytest.approx(r.abs_rho.median())
+    # the embedded MLM's conditionals are incompatible: most rectangles are far above the noise
+    assert row.fraction_certified > 0.5 and row.median_abs_rho > 100 * row.tolerance
+
+
+def test_temperature_table_follows_rho_over_tau(out):
+    t = pd.read_csv(out / "temperature.csv")
+    s = pd.read_csv(out / "summary.csv").iloc[0]
+    assert (t.identity_error < s.tolerance).all()  # ρ_τ · τ = ρ_1 up to float noise
+    for _, g in t.groupby("threshold_kind"):
+        g = g.sort_values("temperature")
+        assert (np.diff(g.fraction_above) <= 0).all()  # |ρ_1|/τ shrinks as τ grows
+        assert ((g.ci_low <= g.fraction_above) & (g.fraction_above <= g.ci_high)).all()
+
+
+def test_influence_tables(out):
+    bins = pd.read_csv(out / "influence_bins.csv")
+    assert bins.rectangles.sum() == 36
+    assert ((bins.ci_low <= bins.median_abs_rho) & (bins.median_abs_rho <= bins.ci_high)).all()
+    corr = pd.read_csv(out / "influence_correlation.csv").iloc[0]
+    assert -1 <= corr.ci_low <= corr.spearman <= corr.ci_high <= 1
+    for fig in ("rho_distribution", "fraction_against_temperature", "rho_against_influence"):
+        assert (out / f"{fig}.png").is_file()
+
+
+@pytest.mark.parametrize("params, expected", [
+    (dict(length=10000), "length=10000 tokens is more than"),
+    (dict(models=["/no/such/model"]), "no model folder at /no/such/model"),
+])
+def test_bad_parameters_stop_the_first_cell(tmp_path, params, expected):
+    with pytest.raises(NotebookFailed) as err:
+        execute(NAME, tmp_path, **params)
+    assert "first cell after the parameters" in str(err.value)
+    assert expected in str(err.value)
