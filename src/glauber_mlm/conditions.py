@@ -1,0 +1,158 @@
+"""The theorems' two conditions read off measurements: Dobrushin's crossing temperature and the margin–dwell law.
+
+- Dobrushin: τ* is where the estimated total influence A(τ) = max_i Σ_j α_ij(τ) crosses 1 (linear in
+  log τ, log A between grid points). α is a lower bound (max over sampled contexts and replacements), so
+  A(τ) is one too and the true crossing lies at or above τ*.
+- Metastability: a state whose sites all hold their argmax token with margin ≥ m is left at rate
+  ≤ (V−1)e^{−m/τ} per step, so its dwell time obeys log dwell ≈ c·m/τ + b (c ≈ 1 for the least-held site).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from .conditionals import ConditionalModel, check_states
+from .influence import _all_site_logits, total_influence
+
+
+def crossing_temperature(temperatures, values, level: float = 1.0) -> float:
+    """Highest τ where `values` (e.g. total influence, decreasing in τ) falls through `level`, log-log interpolated.
+
+    Returns the lowest grid τ when every value is already below `level`, the highest when none is
+    (the crossing lies outside the grid: read it as a bound), nan for an empty grid.
+    """
+    t, v = np.asarray(temperatures, float), np.asarray(values, float)
+    if t.size == 0:
+        return float("nan")
+    order = np.argsort(t)
+    t, v = t[order], v[order]
+    above = np.nonzero(v >= level)[0]
+    if above.size == 0:
+        return float(t[0])
+    k = above[-1]
+    if k == t.size - 1:
+        return float(t[-1])
+    lt, lv = np.log(t[k : k + 2]), np.log(np.maximum(v[k : k + 2], 1e-300))
+    frac = (np.log(level) - lv[0]) / (lv[1] - lv[0])
+    return float(np.exp(lt[0] + frac * (lt[1] - lt[0])))
+
+
+@dataclass
+class InfluenceSummary:
+    """Per temperature: the pooled lower bound (max over all contexts) and the typical context, with intervals."""
+
+    pooled: np.ndarray  # (T,): max_i Σ_j max_c α_cij, the headline lower bound on Dobrushin's sum
+    pooled_low: np.ndarray
+    pooled_high: np.ndarray
+    per_context_mean: np.ndarray  # (T,): mean over contexts of max_i Σ_j α_cij
+    per_context_low: np.ndarray
+    per_context_high: np.ndarray
+    crossing: float  # τ* of the pooled curve
+    crossing_low: float
+    crossing_high: float
+
+
+def summarise_influence(alpha: torch.Tensor, temperatures, level: float = 0.95, n_boot: int = 500,
+                        seed: int = 0) -> InfluenceSummary:
+    """Bootstrap over contexts (dim 0 of α (C, T, n, n)): intervals for both curves and for the crossing τ*."""
+    alpha = torch.as_tensor(alpha, dtype=torch.float64)
+    C = alpha.shape[0]
+    taus = np.asarray(temperatures, float)
+    per_context = total_influence(alpha).numpy()  # (C, T)
+    pooled = total_influence(alpha.amax(0)).numpy()  # (T,)
+    rng = np.random.default_rng(seed)
+    picks = rng.integers(0, C, size=(n_boot, C))
+    boot_pooled = np.stack([total_influence(alpha[torch.from_numpy(p)].amax(0)).numpy() for p in picks])
+    boot_mean = per_context[picks].mean(1)
+    boot_cross = np.array([crossing_temperature(taus, b) for b in boot_pooled])
+    tail = (1 - level) / 2
+
+    def q(a):
+        return np.quantile(a, tail, axis=0), np.quantile(a, 1 - tail, axis=0)
+
+    (pl, ph), (ml, mh), (cl, ch) = q(boot_pooled), q(boot_mean), q(boot_cross)
+    return InfluenceSummary(pooled, pl, ph, per_context.mean(0), ml, mh,
+                            crossing_temperature(taus, pooled), float(cl), float(ch))
+
+
+@torch.inference_mode()
+def token_margins(model: ConditionalModel, states: torch.Tensor, dtype: torch.dtype | None = torch.float32,
+                  chunk: int = 256) -> torch.Tensor:
+    """ℓ_i(x_i|x_{-i}) − max_{v≠x_i} ℓ_i(v|x_{-i}) per site (B, n), at τ = 1.
+
+    Positive exactly where the current token is the argmax, and then equal to the local margin
+    (top-1 minus top-2, `local_margins`); negative where some other token is preferred.
+    """
+    states = check_states(model, states)
+    B, n = states.shape
+    per = max(1, chunk // n)
+    out = []
+    for k in range(0, B, per):
+        x = states[k : k + per]
+        logits = _all_site_logits(model, x, dtype, chunk)  # (b, n, V)
+        own = logits.gather(2, x.unsqueeze(-1)).squeeze(-1)
+        others = logits.scatter(2, x.unsqueeze(-1), float("-inf")).amax(-1)
+        out.append((own - others).cpu())
+    return torch.cat(out)
+
+
+@dataclass
+class Dwells:
+    """Maximal runs of steps in which a chain's state does not change (token-level traps)."""
+
+    chain: torch.Tensor  # (D,) which chain
+    start: torch.Tensor  # (D,) the step at which the state was entered (0 for the initial state)
+    length: torch.Tensor  # (D,) steps spent in the state, counting the step that left it
+    censored: torch.Tensor  # (D,) bool: the chain ended before leaving
+    states: torch.Tensor  # (D, n) the state held during the run
+
+
+def dwells(changed: torch.Tensor, states: torch.Tensor) -> Dwells:
+    """Runs of `changed` (T, B) = False; `states` (T+1, B, n) holds the state after every step (record_every=1).
+
+    A state entered at step s (s = 0, or s = t + 1 after a change at step t) is held until the first
+    change at t' ≥ s; its dwell is t' + 1 − s, or T − s (censored) if no change follows. Under random
+    scan the dwell is geometric with mean n / Σ_i (1 − q_i^τ(x_i|x_{-i})).
+    """
+    T, B = changed.shape
+    if states.shape[:2] != (T + 1, B):
+        raise ValueError(f"states must be (T+1, B, n) = ({T + 1}, {B}, n): run glauber with record_every=1; got {tuple(states.shape)}.")
+    chain, start, length, censored, held = [], [], [], [], []
+    for b in range(B):
+        moves = torch.nonzero(changed[:, b]).flatten().tolist()
+        entries = [0] + [t + 1 for t in moves]
+        exits = moves + [None]
+        for s, e in zip(entries, exits):
+            if s >= T:  # the last step changed the state: nothing observed after it
+                continue
+            chain.append(b)
+            start.append(s)
+            length.append((e + 1 - s) if e is not None else T - s)
+            censored.append(e is None)
+            held.append(states[s, b])
+    return Dwells(torch.tensor(chain, dtype=torch.int64), torch.tensor(start, dtype=torch.int64),
+                  torch.tensor(length, dtype=torch.int64), torch.tensor(censored, dtype=torch.bool),
+                  torch.stack(held) if held else states.new_zeros(0, states.shape[-1]))
+
+
+def fit_log_linear(x, y, level: float = 0.95, n_boot: int = 1000, seed: int = 0) -> dict[str, float]:
+    """Least squares log y ≈ slope·x + intercept, with R² on log y and a bootstrap interval (over rows) for the slope."""
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    keep = np.isfinite(x) & np.isfinite(y) & (y > 0)
+    x, ly = x[keep], np.log(y[keep])
+    if x.size < 3 or np.ptp(x) == 0:
+        return dict(slope=np.nan, slope_low=np.nan, slope_high=np.nan, intercept=np.nan, r2=np.nan, count=int(x.size))
+    slope, intercept = np.polyfit(x, ly, 1)
+    resid = ly - (slope * x + intercept)
+    r2 = 1 - np.sum(resid**2) / np.sum((ly - ly.mean()) ** 2)
+    rng = np.random.default_rng(seed)
+    boots = []
+    for _ in range(n_boot):
+        k = rng.integers(0, x.size, x.size)
+        if np.ptp(x[k]) > 0:
+            boots.append(np.polyfit(x[k], ly[k], 1)[0])
+    tail = (1 - level) / 2
+    return dict(slope=float(slope), slope_low=float(np.quantile(boots, tail)), slope_high=float(np.quantile(boots, 1 - tail)),
+                intercept=float(intercept), r2=float(r2), count=int(x.size))

@@ -1,0 +1,109 @@
+"""Notebook 00 (calibration on exact models) and the `calibration` module it uses."""
+import itertools
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+import glauber_mlm as gm
+from glauber_mlm import calibration, exact
+
+
+def test_state_index_follows_the_joint_order():
+    model = exact.potts_chain(3, q=3, coupling=0.5)
+    states, _ = model.joint()
+    assert calibration.state_index(states, 3).tolist() == list(range(27))
+
+
+def test_law_tv_known_answers():
+    q, n = 2, 2
+    law = np.array([0.4, 0.1, 0.1, 0.4])
+    # 4 chains × 10 records that visit the states exactly in proportion to `law`
+    seq = [(0, 0)] * 4 + [(0, 1)] + [(1, 0)] + [(1, 1)] * 4
+    records = torch.tensor(seq).view(10, 1, n).expand(10, 4, n)
+    tv, lo, hi = calibration.law_tv(records, law, q)
+    assert tv == pytest.approx(0.0, abs=1e-12) and lo == pytest.approx(0.0, abs=1e-12)
+    only_00 = torch.zeros(10, 4, n, dtype=torch.long)
+    assert calibration.law_tv(only_00, law, q)[0] == pytest.approx(0.6)
+    with pytest.raises(ValueError, match="states were expected"):
+        calibration.law_tv(only_00, law[:3], q)
+
+
+def test_iid_floor_shrinks_like_one_over_root_n():
+    law = np.full(16, 1 / 16)
+    small, big = calibration.iid_tv(law, 400), calibration.iid_tv(law, 6400)
+    assert small / big == pytest.approx(4.0, rel=0.15)
+
+
+def test_glauber_reaches_the_exact_law_and_not_a_wrong_one():
+    potts = exact.potts_chain(3, q=3, coupling=1.0, field=torch.tensor([0.5, 0.0, 0.0]))
+    _, law = potts.joint(1.0)
+    _, wrong = potts.joint(2.0)
+    init = torch.randint(3, (64, 3), generator=torch.Generator().manual_seed(0))
+    traj = gm.glauber(potts, init, 3 * 200, 1.0, seed=5, record_every=3)
+    kept = traj.states[101:]
+    tv = calibration.law_tv(kept, law.numpy(), 3, n_boot=50)[0]
+    floor = calibration.iid_tv(law.numpy(), kept.shape[0] * kept.shape[1])
+    assert tv < 3 * floor
+    assert calibration.law_tv(kept, wrong.numpy(), 3, n_boot=50)[0] > 5 * tv
+
+
+def _csv(out, name):
+    path = out / f"{name}.csv"
+    assert path.is_file(), f"{name}.csv was not saved"
+    return pd.read_csv(path)
+
+
+@pytest.fixture(scope="module")
+def smoke_output(tmp_path_factory):
+    from notebook_runner import execute
+
+    return execute("00_exact_models", tmp_path_factory.mktemp("nb00"))
+
+
+def test_smoke_tables(smoke_output):
+    out = smoke_output
+    law = _csv(out, "stationary_law")
+    assert list(law.columns) == ["scan", "states", "chains", "samples", "tv", "ci_low", "ci_high", "iid_floor",
+                                 "tv_to_wrong_law"]
+    assert set(law.scan) == {"random", "systematic"}
+    assert (law.tv < 2.5 * law.iid_floor).all() and (law.tv < 0.15).all()
+    assert (law.tv_to_wrong_law > law.tv).all()
+
+    coupling = _csv(out, "ising_coupling")
+    assert {"regime", "temperature", "length", "met_fraction", "median_time", "ci_low", "ci_high", "per_nlogn"} <= set(coupling.columns)
+    assert (coupling.met_fraction == 1).all() and (coupling.ci_low <= coupling.median_time).all()
+    fits = _csv(out, "ising_scaling_fit")
+    r2 = fits.set_index("law").r2_log
+    assert r2["n log n"] > r2["n"] and r2["n log n"] > r2["n^2"]
+
+    rect = _csv(out, "rectangle_calibration").set_index("model")
+    compat = rect[rect.closed_form == "ρ = 0"]
+    assert len(compat) == 2 and (compat.max_abs_error < 1e-4).all() and (compat.fraction_above_tol == 0).all()
+    inc = rect.loc["random pairwise (incompatible)"]
+    assert inc.max_abs_error < 1e-4 and inc.fraction_above_tol == 1
+    mlm = rect[rect.index.str.startswith("MLM")].iloc[0]
+    assert mlm.median_abs_rho > 100 * mlm.tolerance
+
+    infl = _csv(out, "influence_calibration")
+    ising = infl[infl.truth_source == "closed form"]
+    assert (ising.abs_error < 1e-4).all()
+    total = ising[ising.quantity == "total influence"]
+    assert np.allclose(total.measured, np.tanh(1.0 / total.temperature), atol=1e-4)
+    bound = infl[infl.truth_source != "closed form"]
+    assert (bound.measured <= bound.truth + 1e-6).all()
+
+    prov = json.loads((out / "provenance.json").read_text())
+    assert prov["profile"] == "smoke"
+
+
+def test_bad_parameter_stops_in_the_first_cell(tmp_path):
+    from notebook_runner import execute
+
+    from glauber_mlm.book import NotebookFailed
+
+    with pytest.raises(NotebookFailed, match=r"first cell after the parameters.*lengths"):
+        execute("00_exact_models", tmp_path, lengths=[8])

@@ -1,0 +1,126 @@
+"""Notebook 05 (influence and margin) and the `conditions` module it uses, against known answers."""
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+import glauber_mlm as gm
+from glauber_mlm import conditions, exact
+
+
+def test_crossing_temperature_interpolates_in_log_log():
+    taus = [0.5, 1.0, 4.0, 8.0]
+    assert conditions.crossing_temperature(taus, [4 / t for t in taus]) == pytest.approx(4.0)
+    assert conditions.crossing_temperature(taus, [2 / t for t in taus]) == pytest.approx(2.0)  # between 1 and 4
+    assert conditions.crossing_temperature(taus[::-1], [2 / t for t in taus[::-1]]) == pytest.approx(2.0)
+    assert conditions.crossing_temperature(taus, [0.5] * 4) == 0.5  # below the grid: its lowest τ
+    assert conditions.crossing_temperature(taus, [3.0] * 4) == 8.0  # above the grid: its highest τ
+
+
+def test_summarise_influence_on_the_ising_chain():
+    J, taus = 1.0, [0.5, 1.0, 2.0]
+    ising = exact.potts_chain(5, q=2, coupling=J)
+    ctx = torch.randint(2, (6, 5), generator=torch.Generator().manual_seed(1))
+    alpha = gm.influence_matrix(ising, ctx, taus, replacements=1, top_k=1)
+    s = conditions.summarise_influence(alpha, taus, n_boot=50)
+    assert np.allclose(s.pooled, np.tanh(J / np.array(taus)), atol=1e-5)
+    assert np.allclose(s.per_context_mean, s.pooled, atol=1e-5)  # every context attains the sup on the Ising chain
+    assert (s.pooled_low <= s.pooled + 1e-9).all() and (s.pooled <= s.pooled_high + 1e-9).all()
+    assert s.crossing == 0.5  # tanh < 1 everywhere: Dobrushin holds on the whole grid
+
+
+def test_token_margins_sign_and_local_margin():
+    J = 1.3
+    potts = exact.potts_chain(5, q=3, coupling=J)
+    ground = torch.zeros(1, 5, dtype=torch.long)
+    m = conditions.token_margins(potts, ground, chunk=4)
+    assert torch.allclose(m, gm.local_margins(potts, ground))
+    flipped = ground.clone()
+    flipped[0, 2] = 1  # site 2 now disagrees with both neighbours: its token is 2J below the argmax
+    m = conditions.token_margins(potts, flipped)[0]
+    assert m[2].item() == pytest.approx(-2 * J)
+    assert m[0].item() == pytest.approx(J) and m[1].item() == pytest.approx(0.0)  # site 1: tie between 0 and 1
+
+
+def test_dwells_from_change_flags():
+    changed = torch.tensor([[0, 1], [1, 0], [0, 0], [0, 1], [0, 0]], dtype=torch.bool)  # T = 5, B = 2
+    states = torch.arange(6 * 2).view(6, 2, 1)
+    d = conditions.dwells(changed, states)
+    rows = sorted(zip(d.chain.tolist(), d.start.tolist(), d.length.tolist(), d.censored.tolist()))
+    assert rows == [(0, 0, 2, False), (0, 2, 3, True), (1, 0, 1, False), (1, 1, 3, False), (1, 4, 1, True)]
+    assert d.states[0].item() == states[0, 0].item()
+    with pytest.raises(ValueError, match="record_every=1"):
+        conditions.dwells(changed, states[::2])
+
+
+def test_dwell_mean_matches_the_escape_rate():
+    """Random scan: the all-0 Ising state is left at rate (1/n) Σ_i (1 − q_i(0)); dwells are geometric."""
+    n, J, tau = 4, 1.5, 1.0
+    ising = exact.potts_chain(n, 2, J)
+    traj = gm.glauber(ising, torch.zeros(64, n, dtype=torch.long), 3000, tau, seed=3)
+    d = conditions.dwells(traj.changed, traj.states)
+    ground = ((d.states == 0).all(1) | (d.states == 1).all(1)) & ~d.censored
+    stay_end, stay_mid = 1 / (1 + math.exp(-J / tau)), 1 / (1 + math.exp(-2 * J / tau))
+    expected = n / (2 * (1 - stay_end) + (n - 2) * (1 - stay_mid))
+    assert d.length[ground].float().mean().item() == pytest.approx(expected, rel=0.1)
+
+
+def test_fit_log_linear_recovers_the_slope():
+    rng = np.random.default_rng(0)
+    x = rng.uniform(0, 5, 400)
+    y = np.exp(1.7 * x + 0.3 + rng.normal(0, 0.2, x.size))
+    fit = conditions.fit_log_linear(x, y, n_boot=200)
+    assert fit["slope"] == pytest.approx(1.7, abs=0.05) and fit["slope_low"] < 1.7 < fit["slope_high"]
+    assert fit["r2"] > 0.95 and fit["count"] == 400
+    assert np.isnan(conditions.fit_log_linear([1, 1, 1], [1, 2, 3])["slope"])
+
+
+def _csv(out, name):
+    path = out / f"{name}.csv"
+    assert path.is_file(), f"{name}.csv was not saved"
+    return pd.read_csv(path)
+
+
+@pytest.fixture(scope="module")
+def smoke_output(tmp_path_factory):
+    from notebook_runner import execute
+
+    return execute("05_influence_and_margin", tmp_path_factory.mktemp("nb05"))
+
+
+def test_smoke_tables(smoke_output):
+    out = smoke_output
+    total = _csv(out, "total_influence")
+    assert list(total.columns[:6]) == ["temperature", "length", "contexts", "total_influence", "ci_low", "ci_high"]
+    assert (total.total_influence >= 0).all() and (total.ci_low <= total.total_influence + 1e-9).all()
+    for _, sub in total.groupby("length"):  # TV between tempered conditionals shrinks as τ grows
+        sub = sub.sort_values("temperature")
+        assert sub.total_influence.iloc[-1] < sub.total_influence.iloc[0]
+        assert (sub.total_influence <= sub.length - 1 + 1e-6).all()  # each α ≤ 1, n − 1 neighbours
+
+    crossing = _csv(out, "crossing")
+    assert {"length", "crossing_temperature", "ci_low", "ci_high", "boundary_temperature", "phase_source"} <= set(crossing.columns)
+    assert (crossing.crossing_temperature > 0).all()
+    assert crossing.phase_source.iloc[0].startswith("computed here")  # no notebook-02 output beside it
+
+    margins = _csv(out, "margins")
+    assert {"temperature", "chain", "step", "site", "margin"} <= set(margins.columns)
+    assert (margins.margin >= 0).all()
+
+    dwell = _csv(out, "dwell_vs_margin")
+    assert {"temperature", "chain", "start", "dwell", "censored", "margin", "margin_over_tau"} <= set(dwell.columns)
+    assert (dwell.dwell >= 1).all()
+    assert np.allclose(dwell.margin_over_tau, dwell.margin / dwell.temperature)
+    assert json.loads((out / "provenance.json").read_text())["profile"] == "smoke"
+
+
+def test_bad_parameter_stops_in_the_first_cell(tmp_path):
+    from notebook_runner import execute
+
+    from glauber_mlm.book import NotebookFailed
+
+    with pytest.raises(NotebookFailed, match=r"first cell after the parameters.*chain_temperatures"):
+        execute("05_influence_and_margin", tmp_path, chain_temperatures=[0.5, -1.0])
