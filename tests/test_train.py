@@ -1,0 +1,83 @@
+"""The training command on a tiny fixture, and the committed default model folder."""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+import torch
+
+from glauber_mlm import train
+
+REPO = Path(__file__).resolve().parents[1]
+MODEL_DIR = REPO / "data" / "models" / "minilm-mlm"
+
+TEXTS = [
+    "The cat sat on the mat and the dog sat on the rug.",
+    "She drank a cup of tea in the morning and a cup of coffee at noon.",
+    "The government said the new law would help families and workers.",
+    "He scored a goal in the final minute of the match.",
+]
+
+
+def _write_docs(path: Path, n: int) -> None:
+    with open(path, "w") as f:
+        for i in range(n):
+            f.write(json.dumps({"doc_id": f"d{i}", "source": "fixture", "text": " ".join(TEXTS[i % 4:] + TEXTS[:i % 4])}) + "\n")
+
+
+def test_mask_tokens_never_masks_specials() -> None:
+    tok = train.load_tokenizer()
+    seqs = train.pack_sequences(tok, TEXTS * 10, 32)
+    assert seqs.shape[1] == 32 and (seqs[:, 0] == tok.cls_token_id).all() and (seqs[:, -1] == tok.sep_token_id).all()
+    gen = torch.Generator().manual_seed(0)
+    special = torch.tensor(tok.all_special_ids)
+    inputs, labels = train.mask_tokens(seqs, tok.mask_token_id, len(tok), special, gen)
+    chosen = labels != -100
+    assert not chosen[:, 0].any() and not chosen[:, -1].any()
+    assert 0.05 < chosen.float().mean() < 0.3
+    assert (inputs[~chosen] == seqs[~chosen]).all()
+    assert (inputs[chosen] == tok.mask_token_id).float().mean() > 0.5
+
+
+def test_training_loss_falls(tmp_path: Path) -> None:
+    _write_docs(tmp_path / "train.jsonl", 40)
+    _write_docs(tmp_path / "eval.jsonl", 8)
+    out = tmp_path / "model"
+    rc = train.main(["train-model", "--tiny", "--init", "random", "--layers", "1", "--train", str(tmp_path / "train.jsonl"),
+                     "--eval", str(tmp_path / "eval.jsonl"), "--out", str(out), "--max-steps", "40",
+                     "--batch", "16", "--seq-len", "32", "--lr", "1e-2", "--warmup", "5", "--eval-every", "0",
+                     "--log-every", "20", "--ckpt-minutes", "0", "--seed", "3"])
+    assert rc == 0
+    m = json.loads((out / "metrics.json").read_text())
+    assert m["steps"] == 40
+    assert sum(m["last_losses"]) / 10 < sum(m["first_losses"]) / 10 - 1.0
+    assert 0.0 <= m["top1"] <= m["top5"] <= 1.0
+    assert m["command"].startswith("glauber-mlm train-model")
+    from transformers import AutoModelForMaskedLM
+
+    model = AutoModelForMaskedLM.from_pretrained(out, dtype=torch.float32)
+    assert model.config.num_hidden_layers == 1
+
+
+@pytest.mark.skipif(not (MODEL_DIR / "model.safetensors").exists(), reason="default model not built yet")
+def test_default_model_loads_offline_and_predicts_a_distribution(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    from transformers import AutoModelForMaskedLM, AutoTokenizer
+
+    size = sum(p.stat().st_size for p in MODEL_DIR.iterdir() if p.is_file())
+    assert size <= 60 * 2**20
+    model = AutoModelForMaskedLM.from_pretrained(MODEL_DIR, dtype=torch.float32).eval()
+    tok = AutoTokenizer.from_pretrained(MODEL_DIR)
+    assert next(model.parameters()).dtype == torch.float32
+    assert tok.vocab_size == model.config.vocab_size == 30522
+    enc = tok("She drank a cup of [MASK].", return_tensors="pt")
+    site = int((enc["input_ids"][0] == tok.mask_token_id).nonzero()[0, 0])
+    with torch.no_grad():
+        logits = model(**enc).logits[0, site]
+    p = torch.softmax(logits, dim=-1)
+    assert torch.isfinite(p).all() and (p >= 0).all()
+    assert abs(p.sum().item() - 1.0) < 1e-4
+    metrics = json.loads((MODEL_DIR / "metrics.json").read_text())
+    assert metrics["top1"] > metrics["unigram_top1"] and metrics["top5"] > metrics["unigram_top5"]
