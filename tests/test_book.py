@@ -200,7 +200,19 @@ def _real_notebooks() -> list[str]:
     return book.known_notebooks()
 
 
-@pytest.mark.parametrize("name", ["99_example"] + _real_notebooks())
+@pytest.mark.parametrize("name", _real_notebooks())
+def test_every_notebook_resolves_its_profile_in_the_first_cell_after_the_parameters(name):
+    import jupytext
+
+    cells = [c for c in jupytext.read(book.NOTEBOOKS / f"{name}.py").cells if c.cell_type == "code"]
+    k = next(i for i, c in enumerate(cells) if "parameters" in c.metadata.get("tags", []))
+    source = cells[k + 1].source
+    assert "PROFILES" in source and "Run(" in source and "profile" in cells[k].source, name
+
+
+# executing takes a kernel start and the imports (~10 s each): the template notebook and one real one;
+# the test above checks that every real notebook has the same first cell
+@pytest.mark.parametrize("name", ["99_example"] + _real_notebooks()[:1])
 def test_unknown_profile_stops_the_notebook_at_its_first_cell(name, example_dir, tmp_path):
     nb_dir = example_dir if name == "99_example" else book.NOTEBOOKS
     with pytest.raises(book.NotebookFailed) as info:

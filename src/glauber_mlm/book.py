@@ -159,6 +159,8 @@ def run_notebook(
 ) -> Path:
     """Jupytext `notebooks_dir/NAME.py` → papermill → `out_notebook`, with `output_dir` passed as a parameter.
 
+    The kernel runs in `cwd` (default: the folder of `out_notebook`), and `output_dir` is passed relative to it.
+
     Parameters not declared in the notebook's parameters cell are refused before anything runs.
     This notebook's previous outputs in `output_dir` are replaced; nothing else is touched.
     Raises `NotebookFailed` (cell and error in the message) when a cell raises.
@@ -169,8 +171,11 @@ def run_notebook(
     src = notebook_source(name, notebooks_dir)
     name = src.stem
     out_notebook, output_dir = Path(out_notebook).resolve(), Path(output_dir).resolve()
+    # the kernel runs beside the executed notebook, as Jupyter would run it, and output_dir is given
+    # relative to it: the page then shows `output_dir = "NAME"`, not a path of the build machine
+    cwd = Path(cwd).resolve() if cwd else out_notebook.parent
     params = {k: v for k, v in (parameters or {}).items()}
-    params["output_dir"] = str(output_dir)
+    params["output_dir"] = os.path.relpath(output_dir, cwd)
     ensure_kernel()
     with tempfile.TemporaryDirectory() as tmp:
         ipynb = Path(tmp) / f"{name}.ipynb"
@@ -183,11 +188,12 @@ def run_notebook(
             shutil.rmtree(output_dir)
         output_dir.mkdir(parents=True)
         out_notebook.parent.mkdir(parents=True, exist_ok=True)
+        cwd.mkdir(parents=True, exist_ok=True)
         try:
             with _kernel_environment():
                 pm.execute_notebook(
                     str(ipynb), str(out_notebook), parameters=params, kernel_name=KERNEL,
-                    progress_bar=progress, log_output=log_output, cwd=str(cwd or REPO),
+                    progress_bar=progress, log_output=log_output, cwd=str(cwd),
                 )
         except PapermillExecutionError as err:
             tidy_streams(out_notebook)
