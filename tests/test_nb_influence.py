@@ -104,7 +104,8 @@ def test_smoke_tables(smoke_output):
     crossing = _csv(out, "crossing")
     assert {"length", "crossing_temperature", "ci_low", "ci_high", "boundary_temperature", "phase_source"} <= set(crossing.columns)
     assert (crossing.crossing_temperature > 0).all()
-    assert crossing.phase_source.iloc[0].startswith("computed here")  # no notebook-02 output beside it
+    # alone in its folder it computes a small phase diagram; in the smoke book it reads notebook 02's
+    assert crossing.phase_source.iloc[0].startswith(("computed here", "notebook 02"))
 
     margins = _csv(out, "margins")
     assert {"temperature", "chain", "step", "site", "margin"} <= set(margins.columns)
