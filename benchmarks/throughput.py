@@ -171,7 +171,7 @@ def ablation(mlm: MLMAdapter, B: int, n: int, reps: int, target: float) -> pd.Da
 
     def attn(impl):
         mlm.weights_for(torch.bfloat16)
-        for c in [mlm.model.config] + [m.config for m in mlm._lowp.values()]:
+        for c in [mlm.model.config] + [m.config for m in mlm._lowp.values()]:  # noqa: B007
             c._attn_implementation = impl
 
     def run(label, fn):
@@ -192,8 +192,11 @@ def ablation(mlm: MLMAdapter, B: int, n: int, reps: int, target: float) -> pd.Da
     run("engine: + bf16 autocast (fp32 weights re-cast per call)", lambda s: engine(mlm, x, s, 1.0, 0, torch.bfloat16))
     mlm.cast_weights = True
     run("engine: + cached bf16 Linear weights (the default)", lambda s: engine(mlm, x, s, 1.0, 0, torch.bfloat16))
+    mlm.lowp_mode = "all"
+    run("engine: whole model in bf16, no autocast (lowp_mode='all')", lambda s: engine(mlm, x, s, 1.0, 0, torch.bfloat16))
+    mlm.lowp_mode = "linear"
     if os.environ.get("BENCH_COMPILE"):
-        base = mlm._lowp[torch.bfloat16]
+        base = mlm.weights_for(torch.bfloat16)
         compiled = torch.compile(base.base_model, dynamic=False)
         orig = base.base_model.forward
         base.base_model.forward = compiled
@@ -214,14 +217,15 @@ def quality(mlm: MLMAdapter, n: int, count: int) -> pd.DataFrame:
     sites = torch.randint(n, (states.shape[0],), generator=torch.Generator().manual_seed(0))
     ref = mlm.logits(states, sites, dtype=torch.float32)
     rows = []
-    for label, cast in (("autocast, fp32 weights", False), ("cached bf16 Linear weights", True)):
-        mlm.cast_weights = cast
+    for label, cast, mode in (("autocast, fp32 weights", False, "linear"), ("cached bf16 Linear weights", True, "linear"),
+                              ("whole model bf16 (lowp_mode='all')", True, "all")):
+        mlm.cast_weights, mlm.lowp_mode = cast, mode
         lo = mlm.logits(states, sites, dtype=torch.bfloat16)
         for tau in (1.0, 0.5):
             tv = gm.total_variation(torch.log_softmax(lo / tau, -1), torch.log_softmax(ref / tau, -1))
             rows.append(dict(model=mlm.name, n=n, contexts=len(tv), variant=label, tau=tau,
                              tv_median=float(tv.median()), tv_p95=float(tv.quantile(0.95)), tv_max=float(tv.max())))
-    mlm.cast_weights = True
+    mlm.cast_weights, mlm.lowp_mode = True, "linear"
     return pd.DataFrame(rows)
 
 

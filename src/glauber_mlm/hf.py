@@ -79,10 +79,13 @@ class MLMAdapter:
         # low-precision forwards use a copy whose Linear weights are stored in that dtype, run under
         # autocast (LayerNorm, softmax and the residual stream stay fp32): no re-cast of fp32 weights per call
         self.cast_weights = True
+        # "linear": Linear weights in the low dtype, the rest fp32 under autocast (default);
+        # "all": the whole model in the low dtype without autocast (faster, residual stream rounded too)
+        self.lowp_mode = "linear"
         # batch width below which a forward is latency-bound: `glauber(speculate=None)` fills it with sites
         # evaluated ahead (see sampling.default_speculation); 0 = off (measured: benchmarks/, book/performance.md)
         self.speculation_rows = 256 if device.type == "cuda" else 0
-        self._lowp: dict[torch.dtype, torch.nn.Module] = {}
+        self._lowp: dict[tuple[torch.dtype, str], torch.nn.Module] = {}
 
     def weights_for(self, dtype: torch.dtype) -> torch.nn.Module:
         """The module that runs forwards in `dtype`: the fp32 model, or a cached copy with Linear weights in `dtype`.
@@ -91,15 +94,18 @@ class MLMAdapter:
         """
         if dtype == torch.float32 or not self.cast_weights:
             return self.model
-        if dtype not in self._lowp:
+        key = (dtype, self.lowp_mode)
+        if key not in self._lowp:
             lowp = copy.deepcopy(self.model)
+            if self.lowp_mode == "all":
+                lowp = lowp.to(dtype)
             for module in lowp.modules():
                 if isinstance(module, torch.nn.Linear):
                     module.weight = torch.nn.Parameter(module.weight.detach().to(dtype), requires_grad=False)
                     if module.bias is not None:
                         module.bias = torch.nn.Parameter(module.bias.detach().to(dtype), requires_grad=False)
-            self._lowp[dtype] = lowp.eval()
-        return self._lowp[dtype]
+            self._lowp[key] = lowp.eval()
+        return self._lowp[key]
 
     def refresh_weights(self) -> None:
         """Forget the low-precision weight copies (rebuilt from `model` on the next forward)."""
@@ -117,7 +123,8 @@ class MLMAdapter:
         ids[rows, sites + 1] = self.mask_id
         dtype = dtype or self.dtype
         model = self.weights_for(dtype)
-        with torch.inference_mode(), torch.autocast(self.device.type, dtype=dtype, enabled=dtype != torch.float32):
+        autocast = dtype != torch.float32 and not (self.cast_weights and self.lowp_mode == "all")
+        with torch.inference_mode(), torch.autocast(self.device.type, dtype=dtype, enabled=autocast):
             if self.head is None:
                 out = model(input_ids=ids).logits[rows, sites + 1]
             else:

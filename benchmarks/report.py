@@ -1,0 +1,63 @@
+"""Markdown tables of the benchmark results (benchmarks/results/*.csv), for book/performance.md.
+
+    .venv/bin/python benchmarks/report.py [--tag gpu]
+"""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import pandas as pd
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def md(df: pd.DataFrame, floats: str = "{:.3g}") -> str:
+    cols = list(df.columns)
+    lines = ["| " + " | ".join(cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]
+    for row in df.itertuples(index=False):
+        cells = [floats.format(v) if isinstance(v, float) else str(v) for v in row]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--tag", default="")
+    ap.add_argument("--dir", type=Path, default=RESULTS)
+    args = ap.parse_args()
+    tag = f"_{args.tag}" if args.tag else ""
+    d = args.dir
+
+    def read(name):
+        path = d / f"{name}{tag}.csv"
+        return pd.read_csv(path) if path.is_file() else None
+
+    peak = read("matmul_peak")
+    if peak is not None:
+        print("### Matmul peak\n")
+        print(md(peak[["dtype", "size", "gflops", "date", "load_avg_1min", "threads"]], "{:.0f}"), "\n")
+    grid = read("throughput")
+    if grid is not None:
+        print("### Engine against the usual loop (token-resamples / s)\n")
+        g = grid.copy()
+        for c in [c for c in g.columns if c.endswith("_mfu")]:
+            g[c] = (100 * g[c]).round(1)
+        cols = ["model", "n", "B", "usual_fp32_tok_per_s", "engine_fp32_tok_per_s", "engine_bf16_tok_per_s",
+                "speedup_fp32", "speedup_bf16", "engine_fp32_mfu", "engine_bf16_mfu"]
+        g = g[[c for c in cols if c in g.columns]].rename(columns={
+            "usual_fp32_tok_per_s": "usual loop fp32", "engine_fp32_tok_per_s": "engine fp32",
+            "engine_bf16_tok_per_s": "engine bf16", "speedup_fp32": "× (fp32)", "speedup_bf16": "× (bf16)",
+            "engine_fp32_mfu": "MFU fp32 %", "engine_bf16_mfu": "MFU bf16 %"})
+        print(md(g), "\n")
+    for name, title in (("ablation", "Ablation"), ("bf16_quality", "bf16 against fp32 conditionals (TV)"),
+                        ("speculation", "Speculative sites"), ("coupling", "Coupling runner"),
+                        ("rectangle", "Rectangle test")):
+        df = read(name)
+        if df is not None:
+            print(f"### {title}\n")
+            print(md(df), "\n")
+
+
+if __name__ == "__main__":
+    main()
