@@ -175,8 +175,8 @@ for scan, marker in (("random", "o"), ("systematic", "x")):
     a1.scatter(per_state["exact"], per_state[f"{scan}_scan"], s=12, marker=marker, alpha=0.7,
                label=f"{scan} scan: TV = {row.tv:.4f}")
     c = convergence[convergence.scan == scan]
-    a2.errorbar(c.samples, c.tv, yerr=[c.tv - c.ci_low, c.ci_high - c.tv], marker=marker, capsize=3,
-                label=f"{scan} scan vs exact π")
+    line = a2.plot(c.samples, c.tv, marker=marker, label=f"{scan} scan vs exact π (bars: bootstrap over chains)")
+    a2.vlines(c.samples, c.ci_low, c.ci_high, color=line[0].get_color(), lw=2, alpha=0.5)
     a2.plot(c.samples, c.tv_to_wrong_law, marker=marker, ls=":", color="grey")
 top = per_state["exact"].max() * 1.1
 a1.plot([0, top], [0, top], "k--", lw=1, label="empirical = exact")

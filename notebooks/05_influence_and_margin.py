@@ -61,6 +61,7 @@ import numpy as np
 import pandas as pd
 import torch
 from matplotlib.colors import LogNorm
+from matplotlib.ticker import NullFormatter
 
 import glauber_mlm as gm
 from glauber_mlm import conditions
@@ -199,10 +200,17 @@ def boundary(sub):
     return float(sub.temperature.iloc[k])
 
 
+def where(s):
+    if s.pooled.max() < 1:
+        return f"below the grid: τ* ≤ {min(taus):g}"
+    if s.pooled.min() >= 1:
+        return f"above the grid: τ* ≥ {max(taus):g}"
+    return "inside the grid"
+
+
 bounds = {int(n): boundary(sub) for n, sub in phase.groupby("length")}
 crossing = pd.DataFrame([dict(length=n, crossing_temperature=summaries[n].crossing, ci_low=summaries[n].crossing_low,
-                              ci_high=summaries[n].crossing_high,
-                              grid=f"[{min(taus):g}, {max(taus):g}]",
+                              ci_high=summaries[n].crossing_high, status=where(summaries[n]),
                               boundary_temperature=bounds.get(n, np.nan), phase_source=phase_source,
                               reading="lower bound: true Dobrushin sum ≥ estimate, so true crossing ≥ τ*")
                          for n in ns])
@@ -219,6 +227,8 @@ for k, n in enumerate(ns):
 a1.axhline(1, color="k", lw=1)
 a1.set(xscale="log", yscale="log", xlabel="temperature τ", ylabel="total influence max_i Σ_j α_ij (lower bound)",
        title=f"Dobrushin's sum, {mlm.name}")
+a1.set_xticks(taus, [f"{t:g}" for t in taus], fontsize=7)
+a1.xaxis.set_minor_formatter(NullFormatter())
 a1.legend(fontsize=7)
 
 p_taus, p_ns = sorted(phase.temperature.unique()), sorted(phase.length.unique())
@@ -251,6 +261,9 @@ a2.errorbar(crossing.length, crossing.crossing_temperature,
 a2.set(xscale="log", yscale="log", xlabel="length n", ylabel="temperature τ",
        title="phase diagram with the Dobrushin crossing")
 a2.set_xticks(p_ns, [str(n) for n in p_ns])
+a2.set_yticks(p_taus, [f"{t:g}" for t in p_taus])
+a2.xaxis.set_minor_formatter(NullFormatter())
+a2.yaxis.set_minor_formatter(NullFormatter())
 a2.legend(fontsize=7, loc="upper left")
 run.save_figure(fig, "influence_and_phase")
 

@@ -104,6 +104,12 @@ def test_smoke_tables(smoke_output):
     crossing = _csv(out, "crossing")
     assert {"length", "crossing_temperature", "ci_low", "ci_high", "boundary_temperature", "phase_source"} <= set(crossing.columns)
     assert (crossing.crossing_temperature > 0).all()
+    for _, row in crossing.iterrows():  # τ* is reported inside the grid only when the curve crosses 1 there
+        sub = total[total.length == row.length]
+        inside = sub.total_influence.max() >= 1 > sub.total_influence.min()
+        assert row.status.startswith("inside") == inside
+        if inside:
+            assert sub.temperature.min() <= row.crossing_temperature <= sub.temperature.max()
     # alone in its folder it computes a small phase diagram; in the smoke book it reads notebook 02's
     assert crossing.phase_source.iloc[0].startswith(("computed here", "notebook 02"))
 
