@@ -37,7 +37,7 @@ EXAMPLE = textwrap.dedent('''\
 
     # %% tags=["parameters"]
     profile = "cpu"
-    model = None
+    models = None
     device = None
     seed = None
     chains = None
@@ -54,11 +54,11 @@ EXAMPLE = textwrap.dedent('''\
     from glauber_mlm.notebook import Run
 
     PROFILES = {
-        "smoke": dict(model=None, device=None, seed=0, chains=4, steps=40),
-        "cpu":   dict(model=None, device=None, seed=0, chains=8, steps=400),
-        "paper": dict(model=None, device=None, seed=0, chains=100, steps=10_000),
+        "smoke": dict(models=["ising"], device=None, seed=0, chains=4, steps=40),
+        "cpu":   dict(models=["ising"], device=None, seed=0, chains=8, steps=400),
+        "paper": dict(models=["ising"], device=None, seed=0, chains=100, steps=10_000),
     }
-    run = Run("99_example", profile, PROFILES, output_dir, model=model, device=device, seed=seed, chains=chains, steps=steps)
+    run = Run("99_example", profile, PROFILES, output_dir, models=models, device=device, seed=seed, chains=chains, steps=steps)
     ising = exact.potts_chain(6, q=2, coupling=0.3)
     run.show()
 
@@ -188,12 +188,17 @@ def test_collapse_carriage_returns_keeps_the_last_redraw():
 def test_explicit_parameters_override_the_profile(example_dir, tmp_path):
     root = tmp_path / "root"
     rc = cli_main(["run", "99_example", "--notebooks", str(example_dir), "--root", str(root),
-                   "--profile", "smoke", "-p", "chains", "3", "-p", "seed", "7"])
+                   "--profile", "smoke", "--model", "potts", "-p", "chains", "3", "-p", "seed", "7"])
     assert rc == 0
     out = root / "book" / "notebooks" / "99_example"
     assert len(pd.read_csv(out / "magnetisation.csv")) == 3
     prov = json.loads((out / "provenance.json").read_text())
     assert prov["parameters"]["seed"] == 7 and prov["parameters"]["steps"] == 40
+    # a notebook with a `models` list takes --model M as [M]
+    assert prov["parameters"]["models"] == ["potts"]
+    # output_dir is relative to the executed notebook, so the page shows no path of the build machine
+    nb = json.loads((root / "book" / "notebooks" / "99_example.ipynb").read_text())
+    assert nb["metadata"]["papermill"]["parameters"]["output_dir"] == "99_example"
 
 
 def _real_notebooks() -> list[str]:

@@ -96,20 +96,25 @@ def ensure_kernel(name: str = KERNEL) -> None:
 
 @contextlib.contextmanager
 def _kernel_environment():
-    """Environment of the kernels started inside: tqdm's 'IProgress not found' warning is silenced.
+    """Environment of the kernels started inside, so that the pages show the notebooks' own output.
 
-    Without ipywidgets, `tqdm.auto` in a kernel warns and falls back to the text bar, which is what the
-    book should show anyway (widget outputs would need JavaScript from the network to render).
+    - tqdm's 'IProgress not found' warning is silenced: without ipywidgets, `tqdm.auto` in a kernel
+      falls back to the text bar, which is what the book should show anyway (widget outputs would
+      need JavaScript from the network to render);
+    - Hugging Face's own bars ('Loading weights', downloads) are off unless HF_HUB_DISABLE_PROGRESS_BARS
+      is set: they say nothing about the result.
     """
-    old = os.environ.get("PYTHONWARNINGS")
-    os.environ["PYTHONWARNINGS"] = ",".join(filter(None, [old, "ignore:IProgress not found"]))
+    saved = {k: os.environ.get(k) for k in ("PYTHONWARNINGS", "HF_HUB_DISABLE_PROGRESS_BARS")}
+    os.environ["PYTHONWARNINGS"] = ",".join(filter(None, [saved["PYTHONWARNINGS"], "ignore:IProgress not found"]))
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     try:
         yield
     finally:
-        if old is None:
-            os.environ.pop("PYTHONWARNINGS", None)
-        else:
-            os.environ["PYTHONWARNINGS"] = old
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
 
 
 def _to_ipynb(src: Path, dest: Path):
@@ -161,7 +166,8 @@ def run_notebook(
 
     The kernel runs in `cwd` (default: the folder of `out_notebook`), and `output_dir` is passed relative to it.
 
-    Parameters not declared in the notebook's parameters cell are refused before anything runs.
+    Parameters not declared in the notebook's parameters cell are refused before anything runs
+    (except `model`, which becomes `models=[model]` for a notebook that declares `models` instead).
     This notebook's previous outputs in `output_dir` are replaced; nothing else is touched.
     Raises `NotebookFailed` (cell and error in the message) when a cell raises.
     """
@@ -181,6 +187,10 @@ def run_notebook(
         ipynb = Path(tmp) / f"{name}.ipynb"
         _to_ipynb(src, ipynb)
         declared = pm.inspect_notebook(str(ipynb))
+        if "model" in params and "model" not in declared and "models" in declared:
+            # a notebook that compares several models takes `--model M` as the list [M]
+            model = params.pop("model")
+            params["models"] = model if isinstance(model, list) else [model]
         unknown = sorted(set(params) - set(declared))
         if unknown:
             raise BookError(f"{name} has no parameter {', '.join(map(repr, unknown))}: its parameters are {', '.join(declared)}.")
@@ -318,8 +328,22 @@ def _fmt_seconds(s) -> str:
     return f"{s:.0f} s" if s < 120 else f"{s / 60:.1f} min"
 
 
+def _code(value) -> str:
+    return "–" if value in (None, "", "–") else f"`{value}`"
+
+
 def _md_cell(value) -> str:
     return str(value).replace("|", "\\|").replace("\n", " ")
+
+
+def _model_label(params: dict) -> str:
+    embedded = "embedded minilm-mlm"
+    if "model" in params:
+        return str(params["model"] or embedded)
+    if "models" in params and params["models"]:
+        models = params["models"] if isinstance(params["models"], list) else [params["models"]]
+        return ", ".join(str(m or embedded) for m in models)
+    return "–"
 
 
 def execution_rows(root: Path) -> list[dict]:
@@ -342,7 +366,7 @@ def execution_rows(root: Path) -> list[dict]:
             "notebook": name,
             "status": "failed" if failed else "ok",
             "profile": prov.get("profile") or meta.get("parameters", {}).get("profile", "–"),
-            "model": params.get("model") or ("embedded minilm-mlm" if prov else "–"),
+            "model": _model_label(params or meta.get("parameters", {})),
             "device": prov.get("device", "–"),
             "machine": prov.get("machine", "–"),
             "wall_time_s": prov.get("wall_time_s"),
@@ -375,7 +399,7 @@ def write_execution_page(root: Path) -> Path:
         ]
         for r in rows:
             link = f"[{r['notebook']}](notebooks/{r['notebook']}.ipynb)"
-            cells = [link, r["status"], r["profile"], f"`{r['model']}`", r["device"],
+            cells = [link, r["status"], r["profile"], _code(r["model"]), r["device"],
                      _fmt_seconds(r["wall_time_s"]), _fmt_seconds(r["papermill_s"])]
             lines.append("| " + " | ".join(_md_cell(c) for c in cells) + " |")
         total = sum(float(r["papermill_s"] or 0) for r in rows)
@@ -388,7 +412,7 @@ def write_execution_page(root: Path) -> Path:
             "| --- | --- | --- | --- |",
         ]
         for r in rows:
-            cells = [r["notebook"], r["machine"], f"`{r['commit']}`", r["finished"] or "–"]
+            cells = [r["notebook"], r["machine"], _code(r["commit"]), r["finished"] or "–"]
             lines.append("| " + " | ".join(_md_cell(c) for c in cells) + " |")
         versions = next((r["versions"] for r in rows if r["versions"]), {})
         if versions:
