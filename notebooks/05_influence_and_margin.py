@@ -46,6 +46,7 @@ chain_length = None    # tokens per chain
 chain_passages = None  # starting passages for the chains
 steps = None           # Glauber steps per chain
 record_every = None    # margins are measured on the state every record_every steps
+dwell_states = None    # at most this many dwells per chain temperature get their margins measured (random subset)
 phase_temperatures = None  # only used when notebook 02's phase diagram is absent: a small one is computed here
 phase_lengths = None
 pairs = None
@@ -72,23 +73,25 @@ from glauber_mlm.stats import bootstrap_ci, censored_median
 PROFILES = {
     "smoke": dict(model=None, device=None, seed=0, seeds=1, passages="embedded", lengths=[5], contexts=2,
                   replacements=1, top_k=10, temperatures=[0.5, 1.0, 2.0, 4.0, 8.0], chain_temperatures=[0.3, 0.6],
-                  chain_length=5, chain_passages=2, steps=30, record_every=10, phase_temperatures=[1.0, 8.0],
+                  chain_length=5, chain_passages=2, steps=30, record_every=10, dwell_states=40,
+                  phase_temperatures=[1.0, 8.0],
                   phase_lengths=[5], pairs=2, budget=20),
     "cpu":   dict(model=None, device=None, seed=0, seeds=2, passages="embedded", lengths=[8, 16], contexts=12,
                   replacements=2, top_k=20, temperatures=[0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0, 16.0],
                   chain_temperatures=[0.2, 0.3, 0.5, 0.75], chain_length=12, chain_passages=6, steps=1500,
-                  record_every=50, phase_temperatures=[1.0, 2.0, 4.0], phase_lengths=[8, 16], pairs=4, budget=600),
+                  record_every=100, dwell_states=150, phase_temperatures=[1.0, 2.0, 4.0], phase_lengths=[8, 16], pairs=4, budget=600),
     "paper": dict(model="roberta-base", device=None, seed=0, seeds=5, passages="ms_marco", lengths=[8, 16, 32, 64],
                   contexts=100, replacements=4, top_k=50,
                   temperatures=[0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 4.0, 6.0, 8.0, 12.0, 16.0],
                   chain_temperatures=[0.1, 0.2, 0.3, 0.5, 0.75, 1.0], chain_length=32, chain_passages=20, steps=10_000,
-                  record_every=100, phase_temperatures=[0.5, 1.0, 1.5, 2.0, 3.0], phase_lengths=[8, 16, 32, 64],
+                  record_every=100, dwell_states=2000, phase_temperatures=[0.5, 1.0, 1.5, 2.0, 3.0], phase_lengths=[8, 16, 32, 64],
                   pairs=20, budget=10_000),
 }
 run = Run("05_influence_and_margin", profile, PROFILES, output_dir, model=model, device=device, seed=seed, seeds=seeds,
           passages=passages, lengths=lengths, contexts=contexts, replacements=replacements, top_k=top_k,
           temperatures=temperatures, chain_temperatures=chain_temperatures, chain_length=chain_length,
-          chain_passages=chain_passages, steps=steps, record_every=record_every, phase_temperatures=phase_temperatures,
+          chain_passages=chain_passages, steps=steps, record_every=record_every, dwell_states=dwell_states,
+          phase_temperatures=phase_temperatures,
           phase_lengths=phase_lengths, pairs=pairs, budget=budget)
 
 
@@ -110,7 +113,8 @@ def _int(key, low):
 taus = _temps("temperatures", 2)
 chain_taus = _temps("chain_temperatures")
 phase_taus = _temps("phase_temperatures")
-for key in ("seeds", "contexts", "replacements", "chain_passages", "steps", "record_every", "pairs", "budget"):
+for key in ("seeds", "contexts", "replacements", "chain_passages", "steps", "record_every", "dwell_states", "pairs",
+            "budget"):
     _int(key, 1)
 _int("top_k", 2)
 if run["replacements"] > run["top_k"]:
@@ -341,14 +345,22 @@ run.save_figure(fig, "margins")
 # (`conditions.token_margins`): positive exactly when every site holds its argmax (a local trap), and then
 # equal to the smallest local margin. Under random scan the state is left at rate ≈ (1/n) e^{−m/τ} through its
 # least-held site, so metastability predicts log dwell ≈ c · m/τ + b with c ≈ 1; we fit c over the trapped
-# states (m > 0) of all temperatures together, with a bootstrap interval over dwells.
+# states (m > 0) of all temperatures together, with a bootstrap interval over dwells. Each state's margins
+# cost n conditionals, so they are measured on a uniform random subset of at most `dwell_states` dwells per
+# temperature (chosen without looking at their length, so the subset is not biased).
 
 # %%
 d = conditions.dwells(traj.changed, traj.states)
-uniq, inverse = torch.unique(d.states, dim=0, return_inverse=True)
-tm = conditions.token_margins(mlm, uniq)[inverse].min(1).values  # smallest token margin of each held state
-dwell = pd.DataFrame(dict(temperature=chain_temp[d.chain].numpy(), chain=d.chain.numpy(), start=d.start.numpy(),
-                          dwell=d.length.numpy(), censored=d.censored.numpy(), margin=tm.numpy()))
+# a uniform random subset of at most `dwell_states` dwells per temperature (each state costs n conditionals)
+g = torch.Generator().manual_seed(run["seed"])
+d_temp = chain_temp[d.chain]
+keep = torch.cat([idx[torch.randperm(idx.numel(), generator=g)[: run["dwell_states"]]]
+                  for idx in (torch.nonzero(d_temp == tau).flatten() for tau in chain_taus)]).sort().values
+uniq, inverse = torch.unique(d.states[keep], dim=0, return_inverse=True)
+tm = conditions.token_margins(mlm, uniq, progress=True)[inverse].min(1).values  # smallest token margin of each state
+dwell = pd.DataFrame(dict(temperature=d_temp[keep].numpy(), chain=d.chain[keep].numpy(), start=d.start[keep].numpy(),
+                          dwell=d.length[keep].numpy(), censored=d.censored[keep].numpy(), margin=tm.numpy()))
+print(f"{len(d.length)} dwells in all; margins measured on {len(keep)} of them ({len(uniq)} distinct states)")
 dwell["margin_over_tau"] = dwell.margin / dwell.temperature
 dwell["trap"] = dwell.margin > 0
 run.save_table(dwell, "dwell_vs_margin")

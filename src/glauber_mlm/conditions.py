@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
+from tqdm.auto import tqdm
 
 from .conditionals import ConditionalModel, check_states
 from .influence import _all_site_logits, total_influence
@@ -79,7 +80,7 @@ def summarise_influence(alpha: torch.Tensor, temperatures, level: float = 0.95, 
 
 @torch.inference_mode()
 def token_margins(model: ConditionalModel, states: torch.Tensor, dtype: torch.dtype | None = torch.float32,
-                  chunk: int = 256) -> torch.Tensor:
+                  chunk: int = 256, progress: bool = False) -> torch.Tensor:
     """ℓ_i(x_i|x_{-i}) − max_{v≠x_i} ℓ_i(v|x_{-i}) per site (B, n), at τ = 1.
 
     Positive exactly where the current token is the argmax, and then equal to the local margin
@@ -89,7 +90,7 @@ def token_margins(model: ConditionalModel, states: torch.Tensor, dtype: torch.dt
     B, n = states.shape
     per = max(1, chunk // n)
     out = []
-    for k in range(0, B, per):
+    for k in tqdm(range(0, B, per), disable=not progress, desc="margins", mininterval=2.0):
         x = states[k : k + per]
         logits = _all_site_logits(model, x, dtype, chunk)  # (b, n, V)
         own = logits.gather(2, x.unsqueeze(-1)).squeeze(-1)
