@@ -109,6 +109,13 @@ def test_parse_value_reads_yaml_like_papermill():
     assert book.parse_value("data/models/x") == "data/models/x"
 
 
+def test_relative_model_folders_are_made_absolute_for_the_kernel(tmp_path, monkeypatch):
+    (tmp_path / "my-mlm").mkdir()
+    monkeypatch.chdir(tmp_path)
+    assert book._absolute_paths("my-mlm") == str(tmp_path / "my-mlm")
+    assert book._absolute_paths(["my-mlm", "roberta-base", None]) == [str(tmp_path / "my-mlm"), "roberta-base", None]
+
+
 def test_unknown_notebook_is_refused_with_the_known_names(example_dir, tmp_path, capsys):
     rc = cli_main(["run", "no_such_notebook", "--notebooks", str(example_dir), "--root", str(tmp_path)])
     err = capsys.readouterr().err

@@ -187,6 +187,9 @@ def run_notebook(
         ipynb = Path(tmp) / f"{name}.ipynb"
         _to_ipynb(src, ipynb)
         declared = pm.inspect_notebook(str(ipynb))
+        for key in ("model", "models", "embedder"):
+            if key in params:
+                params[key] = _absolute_paths(params[key])
         if "model" in params and "model" not in declared and "models" in declared:
             # a notebook that compares several models takes `--model M` as the list [M]
             model = params.pop("model")
@@ -212,6 +215,15 @@ def run_notebook(
             raise NotebookFailed(f"{name} could not be executed: {type(err).__name__}: {err}", out_notebook) from None
     tidy_streams(out_notebook)
     return out_notebook
+
+
+def _absolute_paths(value):
+    """A model given as a folder relative to where the command runs still names it in the kernel (which runs elsewhere)."""
+    if isinstance(value, list):
+        return [_absolute_paths(v) for v in value]
+    if isinstance(value, str) and value and Path(value).expanduser().exists():
+        return str(Path(value).expanduser().resolve())
+    return value
 
 
 def _collapse_carriage_returns(text: str) -> str:
