@@ -12,13 +12,16 @@ read as YAML, like papermill's `-y`, so `-p temperatures "[1.0, 2.0]"` passes a 
 page `book/execution.md` from each notebook's provenance.json, and builds the book with
 `jupyter-book build <root> -W --keep-going` (a warning fails the build). The table of contents
 that is built is `_toc.yml` less the pages that do not exist (notebooks not executed yet), plus
-any executed notebook `_toc.yml` does not list; it is written to `_build/toc.yml` and printed.
+any executed notebook `_toc.yml` does not list; it is written to `_build/toc.yml`, and what it
+leaves out or adds is printed.
 A notebook that fails does not stop the others, nor delete their outputs; the command then exits 1.
+
+Each notebook's kernel runs in the folder of its executed copy, as Jupyter would run it there, and
+gets `output_dir` relative to it; a `--model` that names a local folder is made absolute first.
 
 `--root DIR` executes and builds somewhere else than the repository (the tests use a temporary
 folder): `_config.yml`, `_toc.yml`, the prose pages `book/*.md` and the model card are copied
-there first if the folder does not have them yet. The notebooks are always read from the
-repository's `notebooks/` (or `--notebooks DIR`).
+there first. The notebooks are always read from the repository's `notebooks/` (or `--notebooks DIR`).
 """
 from __future__ import annotations
 
@@ -266,26 +269,29 @@ def tidy_streams(path: Path) -> None:
 
 
 def prepare_root(root: Path) -> Path:
-    """Give `root` the book's config, toc, prose and model card (copied from the repository) if it lacks them."""
+    """Copy the book's config, toc, prose pages and the model card from the repository into `root`.
+
+    They are refreshed on every call (a build folder holds no edits of its own); a model card missing
+    from the repository becomes a one-line placeholder in `root`. Nothing is copied when `root` is
+    the repository itself.
+    """
     root = Path(root).resolve()
     root.mkdir(parents=True, exist_ok=True)
     if root == REPO:
         return root
     for fname in ("_config.yml", "_toc.yml"):
-        if not (root / fname).exists():
-            shutil.copy2(REPO / fname, root / fname)
+        shutil.copy2(REPO / fname, root / fname)
     (root / "book").mkdir(exist_ok=True)
     for page in sorted((REPO / "book").glob("*.md")):
-        if page.name not in GENERATED_PAGES and not (root / "book" / page.name).exists():
+        if page.name not in GENERATED_PAGES:
             shutil.copy2(page, root / "book" / page.name)
     card = root / MODEL_CARD
-    if not card.exists():
-        card.parent.mkdir(parents=True, exist_ok=True)
-        if (REPO / MODEL_CARD).exists():
-            shutil.copy2(REPO / MODEL_CARD, card)
-        else:  # the model (and its card) is not in this checkout yet
-            card.write_text("# minilm-mlm\n\nThe embedded model's card is not in this checkout yet "
-                            f"(`{MODEL_CARD.as_posix()}`).\n")
+    card.parent.mkdir(parents=True, exist_ok=True)
+    if (REPO / MODEL_CARD).exists():
+        shutil.copy2(REPO / MODEL_CARD, card)
+    elif not card.exists():  # the model (and its card) is not in this checkout yet
+        card.write_text("# minilm-mlm\n\nThe embedded model's card is not in this checkout yet "
+                        f"(`{MODEL_CARD.as_posix()}`).\n")
     return root
 
 
