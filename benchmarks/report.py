@@ -25,6 +25,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--tag", default="")
     ap.add_argument("--dir", type=Path, default=RESULTS)
+    ap.add_argument("--plot", type=Path, default=None, help="also draw the throughput-against-batch plot here")
     args = ap.parse_args()
     tag = f"_{args.tag}" if args.tag else ""
     d = args.dir
@@ -33,17 +34,29 @@ def main() -> None:
         path = d / f"{name}{tag}.csv"
         return pd.read_csv(path) if path.is_file() else None
 
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
     peak = read("matmul_peak")
     if peak is not None:
         print("### Matmul peak\n")
         print(md(peak[["dtype", "size", "gflops", "date", "load_avg_1min", "threads"]], "{:.0f}"), "\n")
-    grid = read("throughput")
+    files = sorted(d.glob(f"throughput{tag}*.csv")) if tag else sorted(d.glob("throughput*.csv"))
+    files = [f for f in files if "gpu" not in f.name or "gpu" in tag]
+    grid = pd.concat([pd.read_csv(f).assign(file=f.name) for f in files]) if files else None
+    if grid is not None and args.plot:
+        # a cell measured twice (a stopped run and its rerun): keep the later file's row
+        grid = grid.drop_duplicates(["model", "B", "n"], keep="last").sort_values(["model", "n", "B"])
+        from throughput import plot
+
+        plot(grid, args.plot)
+        print(f"plot: {args.plot}\n")
     if grid is not None:
         print("### Engine against the usual loop (token-resamples / s)\n")
         g = grid.copy()
         for c in [c for c in g.columns if c.endswith("_mfu")]:
             g[c] = (100 * g[c]).round(1)
-        cols = ["model", "n", "B", "usual_fp32_tok_per_s", "engine_fp32_tok_per_s", "engine_bf16_tok_per_s",
+        cols = ["model", "n", "B", "load_avg_1min", "peak_fp32_gflops", "peak_bf16_gflops", "usual_fp32_tok_per_s", "engine_fp32_tok_per_s", "engine_bf16_tok_per_s",
                 "speedup_fp32", "speedup_bf16", "engine_fp32_mfu", "engine_bf16_mfu"]
         g = g[[c for c in cols if c in g.columns]].rename(columns={
             "usual_fp32_tok_per_s": "usual loop fp32", "engine_fp32_tok_per_s": "engine fp32",

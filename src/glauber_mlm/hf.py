@@ -46,6 +46,41 @@ def support_mask(tokenizer, vocab_size: int) -> torch.Tensor:
     return support
 
 
+class PackedLinear(torch.nn.Module):
+    """y = x Wᵀ + b with W pre-packed once in oneDNN's blocked layout (CPU, low precision).
+
+    `F.linear` in bf16 on a CPU re-orders W into that layout on every call; packing once gives the
+    same numbers (the same oneDNN kernel) without the per-call copy."""
+
+    def __init__(self, linear: torch.nn.Linear, dtype: torch.dtype, rows_hint: int = 1024):
+        super().__init__()
+        weight = linear.weight.detach().to(dtype)
+        self.in_features, self.out_features, self.dtype = weight.shape[1], weight.shape[0], dtype
+        self.packed = torch.ops.mkldnn._reorder_linear_weight(weight, rows_hint)
+        self.bias = None if linear.bias is None else linear.bias.detach().to(dtype)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        lead = x.shape[:-1]
+        y = torch.ops.mkldnn._linear_pointwise(x.to(self.dtype).reshape(-1, self.in_features), self.packed, self.bias,
+                                               "none", [], "")
+        return y.reshape(*lead, self.out_features)
+
+
+def _pack_linears(module: torch.nn.Module, dtype: torch.dtype) -> bool:
+    """Replace every nn.Linear in `module` by a PackedLinear (CPU bf16 only); False where unsupported."""
+    if dtype != torch.bfloat16 or not torch.backends.mkldnn.is_available() or not hasattr(
+            torch.ops.mkldnn, "_reorder_linear_weight"):
+        return False
+    try:
+        for parent in list(module.modules()):
+            for name, child in list(parent.named_children()):
+                if isinstance(child, torch.nn.Linear):
+                    setattr(parent, name, PackedLinear(child, dtype))
+    except (RuntimeError, AttributeError):
+        return False
+    return True
+
+
 def _site_head(model) -> Callable[[torch.Tensor], torch.Tensor] | None:
     """The MLM head as a function of hidden states, for families whose head we know; None → full model."""
     kind = model.config.model_type
@@ -82,24 +117,28 @@ class MLMAdapter:
         # "linear": Linear weights in the low dtype, the rest fp32 under autocast (default);
         # "all": the whole model in the low dtype without autocast (faster, residual stream rounded too)
         self.lowp_mode = "linear"
+        # on a CPU, bf16 Linear weights are also pre-packed for oneDNN (same numbers, no per-call re-order)
+        self.pack_weights = True
         # batch width below which a forward is latency-bound: `glauber(speculate=None)` fills it with sites
         # evaluated ahead (see sampling.default_speculation); 0 = off (measured: benchmarks/, book/performance.md)
         self.speculation_rows = 256 if device.type == "cuda" else 0
-        self._lowp: dict[tuple[torch.dtype, str], torch.nn.Module] = {}
+        self._lowp: dict[tuple[torch.dtype, str, bool], torch.nn.Module] = {}
 
     def weights_for(self, dtype: torch.dtype) -> torch.nn.Module:
-        """The module that runs forwards in `dtype`: the fp32 model, or a cached copy with Linear weights in `dtype`.
+        """The module that runs forwards in `dtype`: the fp32 model, or a cached copy with Linear weights in `dtype`
+        (on a CPU in bf16: pre-packed for oneDNN, `PackedLinear`).
 
         Built on first use; call `refresh_weights()` after changing `model`'s weights.
         """
         if dtype == torch.float32 or not self.cast_weights:
             return self.model
-        key = (dtype, self.lowp_mode)
+        key = (dtype, self.lowp_mode, self.pack_weights)
         if key not in self._lowp:
             lowp = copy.deepcopy(self.model)
             if self.lowp_mode == "all":
                 lowp = lowp.to(dtype)
-            for module in lowp.modules():
+            packed = self.device.type == "cpu" and self.pack_weights and _pack_linears(lowp, dtype)
+            for module in lowp.modules() if not packed else ():
                 if isinstance(module, torch.nn.Linear):
                     module.weight = torch.nn.Parameter(module.weight.detach().to(dtype), requires_grad=False)
                     if module.bias is not None:
