@@ -59,16 +59,16 @@ from glauber_mlm.stats import bootstrap_ci, proportion_ci
 
 PROFILES = {
     "smoke": dict(model=None, embedder=None, device=None, seed=0, passages="embedded", start=0, length=12,
-                  temperature=0.5, seeds=2, steps=60, record_every=4, radius=0.15, min_dwell=12,
-                  temperatures=[0.5, 2.0], chains=4, reach_steps=30, deltas=[0.3, 0.6], umap=False),
+                  temperature=0.1, seeds=2, steps=60, record_every=4, radius=0.3, min_dwell=12,
+                  temperatures=[0.1, 1.0], chains=4, reach_steps=30, deltas=[0.5, 1.0], umap=False),
     "cpu":   dict(model=None, embedder=None, device=None, seed=0, passages="embedded", start=0, length=24,
-                  temperature=0.5, seeds=4, steps=3000, record_every=10, radius=0.15, min_dwell=100,
-                  temperatures=[0.25, 0.5, 1.0, 1.5, 2.0], chains=16, reach_steps=400, deltas=[0.3, 0.5, 0.7],
-                  umap=True),
+                  temperature=0.1, seeds=3, steps=1500, record_every=10, radius=0.3, min_dwell=100,
+                  temperatures=[0.05, 0.1, 0.25, 0.5, 1.0, 2.0], chains=10, reach_steps=300,
+                  deltas=[0.8, 1.2, 1.4], umap=True),
     "paper": dict(model="bert-base-uncased", embedder=None, device=None, seed=0, passages="ms_marco", start=0,
-                  length=32, temperature=0.5, seeds=10, steps=10_000, record_every=10, radius=0.15, min_dwell=100,
-                  temperatures=[0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0], chains=100, reach_steps=10_000,
-                  deltas=[0.3, 0.5, 0.7], umap=True),
+                  length=32, temperature=0.5, seeds=10, steps=10_000, record_every=10, radius=0.3, min_dwell=100,
+                  temperatures=[0.1, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0], chains=100, reach_steps=10_000,
+                  deltas=[0.8, 1.2, 1.4], umap=True),
 }
 run = Run("03_metastability_traps", profile, PROFILES, output_dir, model=model, embedder=embedder, device=device,
           seed=seed, passages=passages, start=start, length=length, temperature=temperature, seeds=seeds, steps=steps,
@@ -247,6 +247,8 @@ for delta, g in escape_fraction.groupby("delta"):
                 capsize=3, label=f"δ = {delta}")
 ax.set(xscale="log", xlabel="temperature τ", ylabel="fraction of chains reaching distance ≥ δ", ylim=(-0.03, 1.03),
        title=f"{run['chains']} chains per τ, {run['reach_steps']} steps (95% Wilson)")
+ax.set_xticks(temps, [f"{t:g}" for t in temps], minor=False)
+ax.set_xticks([], minor=True)
 ax.legend()
 ax = axes[1]
 cmap = plt.get_cmap("viridis")

@@ -55,13 +55,13 @@ from glauber_mlm.stats import bootstrap_ci, censored_median_ci, proportion_ci
 
 PROFILES = {
     "smoke": dict(model=None, embedder=None, device=None, seed=0, passages="embedded", length=12, starts=3, seeds=1,
-                  temperatures=[0.5, 2.0], steps=40, record_every=4, score_texts=200, method="logistic",
+                  temperatures=[0.1, 1.0], steps=40, record_every=4, score_texts=200, method="logistic",
                   threshold=0.5, test_fraction=0.3),
-    "cpu":   dict(model=None, embedder=None, device=None, seed=0, passages="embedded", length=24, starts=12, seeds=1,
-                  temperatures=[0.25, 0.5, 1.0, 2.0], steps=400, record_every=10, score_texts=2000,
+    "cpu":   dict(model=None, embedder=None, device=None, seed=0, passages="embedded", length=24, starts=10, seeds=1,
+                  temperatures=[0.1, 0.25, 0.5, 1.0], steps=300, record_every=10, score_texts=2000,
                   method="logistic", threshold=0.5, test_fraction=0.25),
     "paper": dict(model="bert-base-uncased", embedder=None, device=None, seed=0, passages="embedded", length=32,
-                  starts=100, seeds=1, temperatures=[0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0], steps=10_000,
+                  starts=100, seeds=1, temperatures=[0.1, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0], steps=10_000,
                   record_every=10, score_texts=None, method="logistic", threshold=0.5, test_fraction=0.25),
 }
 run = Run("04_political_basins", profile, PROFILES, output_dir, model=model, embedder=embedder, device=device,
@@ -174,6 +174,8 @@ for kind, g in time_in_region.groupby("start"):
                 label=f"{kind} start", color="tab:red" if kind == "political" else "tab:blue")
 ax.set(xscale="log", xlabel="temperature τ", ylabel="fraction of time in the political region", ylim=(-0.03, 1.03),
        title=f"{run['steps']} steps, {run['starts'] * run['seeds']} chains per point (95% bootstrap)")
+ax.set_xticks(temps, [f"{t:g}" for t in temps], minor=False)
+ax.set_xticks([], minor=True)
 ax.legend()
 ax = axes[1]
 cmap = plt.get_cmap("viridis")

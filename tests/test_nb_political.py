@@ -10,8 +10,8 @@ from notebook_runner import execute
 NAME = "04_political_basins"
 needs_model = pytest.mark.skipif(not (DEFAULT_MODEL / "model.safetensors").is_file(),
                                  reason="the embedded default model is not built yet")
-# smoke profile: starts=3 per type, seeds=1, temperatures [0.5, 2.0], steps=40
-STARTS, TEMPS, STEPS = 3, [0.5, 2.0], 40
+# smoke profile: starts=3 per type, seeds=1, temperatures [0.1, 1.0], steps=40
+STARTS, TEMPS, STEPS = 3, [0.1, 1.0], 40
 
 
 @pytest.fixture(scope="module")
