@@ -164,8 +164,21 @@ def throughput_grid(models, cells, reps, target, peaks, usual_fp32=True, path: P
                 variants = [("usual_fp32", lambda s: usual_loop(mlm, x, s, 1.0, 0))] if usual_fp32 else []
                 variants += [("engine_fp32", lambda s: engine(mlm, x, s, 1.0, 0, torch.float32)),
                              ("engine_bf16", lambda s: engine(mlm, x, s, 1.0, 0, torch.bfloat16))]
+                # warm-up and a one-step probe per variant, then the timed repetitions round-robin, so that
+                # every variant sees the same drift of a shared machine's load
+                plan = {}
                 for label, fn in variants:
-                    sec, steps = seconds_per_step(fn, reps, target)
+                    t1 = timed(lambda: fn(1), 1)
+                    plan[label] = (steps_for(t1, target, 50), [])
+                for _ in range(reps):
+                    for label, fn in variants:
+                        steps, times = plan[label]
+                        t = time.perf_counter()
+                        fn(steps)
+                        times.append((time.perf_counter() - t) / steps)
+                for label, fn in variants:
+                    steps, times = plan[label]
+                    sec = statistics.median(times)
                     row[f"{label}_tok_per_s"] = B / sec
                     heads = n + 2 if label.startswith("usual") else 1
                     dt = "fp32" if label.endswith("fp32") else "bf16"
@@ -377,6 +390,7 @@ def main(argv=None) -> None:
     ap.add_argument("--lengths", nargs="+", type=int, default=[16, 32, 64])
     ap.add_argument("--cells", nargs="+", default=None, help="grid cells as BxN (e.g. 64x32), instead of batches × lengths")
     ap.add_argument("--ablation-cell", default="64x32")
+    ap.add_argument("--ablation-all", action="store_true", help="the ablation on every model (default: the first)")
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--peak-per-cell", action=argparse.BooleanOptionalAction, default=True,
                     help="re-measure the matmul peak beside every grid cell (a shared machine's load drifts)")
@@ -415,7 +429,8 @@ def main(argv=None) -> None:
     if "ablation" in args.sections:
         print("ablation", flush=True)
         aB, an = (int(v) for v in ("8x16" if args.quick else args.ablation_cell).split("x"))
-        abl = pd.concat([ablation(m, aB, an, args.reps, args.target) for m in models.values()])
+        abl = pd.concat([ablation(m, aB, an, args.reps, args.target) for m in
+                         (list(models.values()) if args.ablation_all else [first])])
         abl.to_csv(args.out / f"ablation{tag}.csv", index=False)
     if "quality" in args.sections:
         q = quality(first, 16 if args.quick else 32, 32 if args.quick else 256)
@@ -423,17 +438,17 @@ def main(argv=None) -> None:
         print(q.to_string(index=False), flush=True)
     if "speculation" in args.sections:
         print("speculation", flush=True)
-        sp = speculation(first, [1, 8] if args.quick else [1, 8, 64], 16 if args.quick else 32,
+        sp = speculation(first, [1, 8] if args.quick else [1, 8], 16 if args.quick else 32,
                          [0.3, 1.0] if args.quick else [0.1, 0.3, 1.0, 2.0],
-                         [1, 4] if args.quick else [1, 2, 4, 8], 8 if args.quick else 32, args.reps)
+                         [1, 4] if args.quick else [1, 2, 4, 8], 8 if args.quick else 32, min(args.reps, 2))
         sp.to_csv(args.out / f"speculation{tag}.csv", index=False)
     if "coupling" in args.sections:
         print("coupling", flush=True)
-        cp = coupling(first, 8 if args.quick else 64, 16, 50 if args.quick else 400, [1.0, 2.0], 1)
+        cp = coupling(first, 8 if args.quick else 32, 16, 50 if args.quick else 200, [1.0, 2.0], 1)
         cp.to_csv(args.out / f"coupling{tag}.csv", index=False)
     if "rectangle" in args.sections:
         print("rectangle", flush=True)
-        rc = rectangles(first, 16 if args.quick else 32, 8 if args.quick else 64, 4, args.reps)
+        rc = rectangles(first, 16 if args.quick else 32, 8 if args.quick else 64, 4, 1)
         rc.to_csv(args.out / f"rectangle{tag}.csv", index=False)
     print(f"done in {time.time() - t_start:.0f} s; results in {args.out}", flush=True)
 
