@@ -125,7 +125,8 @@ print(f"{R} records per chain; {changed:.1%} of steps changed a token; "
 # ## The trajectory map (paper Figs 1 and 4)
 #
 # The first chain's embeddings projected on their two principal axes, coloured from warm (early) to
-# cool (late) steps. Tight clusters are states the chain keeps returning to or sits in: candidate traps.
+# cool (late) steps; right, every chain's distance from its start. How to read it: a trap is a tight knot
+# of points of one colour (a plateau in the distance panel), an escape is a long jump to a new knot.
 
 # %%
 chain0 = emb[:, 0]
@@ -157,11 +158,18 @@ fig.tight_layout()
 run.save_figure(fig, "trajectory_map")
 plt.show()
 
+# %%
+half = dist[R // 2:]
+print(f"τ = {run['temperature']}: {changed:.1%} of steps changed a token; distance from the start over the "
+      f"second half of the run: median {np.median(half):.2f} (range {half.min():.2f}–{half.max():.2f}); "
+      f"{len(set(texts[:, 0]))} distinct texts among the first chain's {R} records")
+
 # %% [markdown]
-# Early (red) and late (blue) states occupy different regions, joined by a few fast transitions between
-# dense clusters; the distance panel shows the same as plateaus separated by jumps. The paper's Fig 1
-# (BERT-base, 10,000 steps) shows the same shape: tight clusters where the chain stays for hundreds to
-# thousands of steps.
+# The paper's Fig 1 (BERT-base, 10,000 steps, low temperature) shows tight clusters, traps where the chain
+# stays for hundreds to thousands of steps, joined by fast transitions, with early and late states in
+# different regions. The numbers above say how far this run moved: a real passage is not necessarily a
+# local mode of the model, so the chain may leave its start within the first few hundred steps and then
+# settle into a basin of the model's own making (the decoded texts in `trajectory.csv` show which).
 #
 # ## Traps: dwell times and escapes
 #
@@ -208,11 +216,12 @@ run.save_figure(fig, "traps")
 plt.show()
 
 # %% [markdown]
-# Each bar is a trap: a stretch of hundreds of steps in which the decoded text keeps its meaning while
-# individual tokens may still change. The table gives the number of traps per chain and the fraction of
-# the run spent trapped, with bootstrap intervals over the seeds, and the median dwell time. The paper
-# reports traps of hundreds to thousands of steps at low temperature on BERT-base; on the small embedded
-# model and shorter runs the dwell times here are bounded by the run length (censored traps).
+# Each bar is a trap: a stretch of at least `min_dwell` steps in which the decoded text keeps its meaning
+# (its embedding stays within `radius` of the stretch's centre) while individual tokens may still change.
+# The table gives the number of traps per chain and the fraction of the run spent trapped, with bootstrap
+# intervals over the seeds, and the median dwell time. The paper reports traps of hundreds to thousands
+# of steps at low temperature on BERT-base. Dwell times here are bounded by the run length: a censored
+# trap (orange) is still going when the run stops, so its dwell is a lower bound.
 #
 # ## How far do chains get? The escape fraction against temperature (paper Fig 7)
 #
@@ -261,10 +270,20 @@ fig.tight_layout()
 run.save_figure(fig, "escape_fraction")
 plt.show()
 
+# %%
+for delta, g in escape_fraction.groupby("delta"):
+    g = g.sort_values("temperature")
+    lo_t, hi_t = g.iloc[0], g.iloc[-1]
+    print(f"δ = {delta}: {lo_t.fraction:.0%} [{lo_t.ci_low:.0%}, {lo_t.ci_high:.0%}] of chains at τ = {lo_t.temperature:g}, "
+          f"{hi_t.fraction:.0%} [{hi_t.ci_low:.0%}, {hi_t.ci_high:.0%}] at τ = {hi_t.temperature:g}")
+
 # %% [markdown]
-# At low temperature few chains get far from the start passage: they stay in its basin. The fraction rises
-# with τ, and at high temperature nearly every chain reaches every δ; smaller δ are reached at lower τ.
-# The paper's Fig 7 (BERT-base, 100 chains) shows the same monotone rise of the escape fraction with τ.
+# The paper's Fig 7 (BERT-base, 100 chains) shows the escape fraction rising with τ: at low temperature
+# chains stay near their start, at high temperature nearly all of them move far. A larger δ is harder
+# to reach, so its curve lies below. If the fraction is already near one at the lowest τ for a given δ,
+# the start passage is not a basin of this model at that scale: the chain leaves real text for text the
+# model prefers, and metastability shows in the traps it falls into afterwards (previous section) rather
+# than in staying at the start.
 
 # %%
 run.finish()

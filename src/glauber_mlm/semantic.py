@@ -48,18 +48,27 @@ def load_embedder(name: str | Path | None = None, device: str | None = None):
         ) from err
 
 
-def embed(embedder, texts: list[str], batch_size: int = 64, progress: bool = False) -> np.ndarray:
+def embed(embedder, texts: list[str], batch_size: int = 64, progress: bool = False,
+          max_tokens: int | None = None) -> np.ndarray:
     """Unit-norm sentence embeddings (len(texts), d), float32. Repeated texts are embedded once
-    (low-temperature chains revisit the same states)."""
+    (low-temperature chains revisit the same states). `max_tokens` truncates longer texts (None: the
+    embedder's own limit, 256 word pieces for all-MiniLM-L6-v2)."""
     texts = list(texts)
     if not texts:
         dim = embedder.get_sentence_embedding_dimension()
         return np.zeros((0, dim), dtype=np.float32)
     unique, inverse = np.unique(np.asarray(texts, dtype=object), return_inverse=True)
-    out = embedder.encode(
-        list(unique), batch_size=batch_size, convert_to_numpy=True, normalize_embeddings=True,
-        show_progress_bar=progress,
-    )
+    limit = getattr(embedder, "max_seq_length", None)
+    if max_tokens is not None and limit is not None:
+        embedder.max_seq_length = min(int(max_tokens), limit)
+    try:
+        out = embedder.encode(
+            list(unique), batch_size=batch_size, convert_to_numpy=True, normalize_embeddings=True,
+            show_progress_bar=progress,
+        )
+    finally:
+        if limit is not None:
+            embedder.max_seq_length = limit
     return np.asarray(out, dtype=np.float32)[inverse.reshape(-1)]
 
 
