@@ -72,18 +72,19 @@ from glauber_mlm.stats import bootstrap_ci, censored_median
 
 PROFILES = {
     "smoke": dict(model=None, device=None, seed=0, seeds=1, passages="embedded", lengths=[5], contexts=2,
-                  replacements=1, top_k=10, temperatures=[0.5, 1.0, 2.0, 4.0, 8.0], chain_temperatures=[0.3, 0.6],
+                  replacements=1, top_k=10, temperatures=[0.5, 1.0, 2.0, 4.0, 8.0], chain_temperatures=[0.1, 0.3],
                   chain_length=5, chain_passages=2, steps=30, record_every=10, dwell_states=40,
                   phase_temperatures=[1.0, 8.0],
                   phase_lengths=[5], pairs=2, budget=20),
-    "cpu":   dict(model=None, device=None, seed=0, seeds=2, passages="embedded", lengths=[8, 16], contexts=12,
-                  replacements=2, top_k=20, temperatures=[0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0, 16.0],
-                  chain_temperatures=[0.2, 0.3, 0.5, 0.75], chain_length=12, chain_passages=6, steps=1500,
-                  record_every=100, dwell_states=150, phase_temperatures=[1.0, 2.0, 4.0], phase_lengths=[8, 16], pairs=4, budget=600),
+    "cpu":   dict(model=None, device=None, seed=0, seeds=2, passages="embedded", lengths=[8, 16], contexts=8,
+                  replacements=2, top_k=20, temperatures=[0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 16.0],
+                  chain_temperatures=[0.05, 0.1, 0.2, 0.4], chain_length=12, chain_passages=3, steps=1200,
+                  record_every=100, dwell_states=150, phase_temperatures=[1.0, 2.0, 4.0], phase_lengths=[8, 16], pairs=2,
+                  budget=300),
     "paper": dict(model="roberta-base", device=None, seed=0, seeds=5, passages="ms_marco", lengths=[8, 16, 32, 64],
                   contexts=100, replacements=4, top_k=50,
                   temperatures=[0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 4.0, 6.0, 8.0, 12.0, 16.0],
-                  chain_temperatures=[0.1, 0.2, 0.3, 0.5, 0.75, 1.0], chain_length=32, chain_passages=20, steps=10_000,
+                  chain_temperatures=[0.05, 0.1, 0.2, 0.3, 0.5, 0.75], chain_length=32, chain_passages=20, steps=10_000,
                   record_every=100, dwell_states=2000, phase_temperatures=[0.5, 1.0, 1.5, 2.0, 3.0], phase_lengths=[8, 16, 32, 64],
                   pairs=20, budget=10_000),
 }
@@ -260,7 +261,8 @@ fig.colorbar(mesh, ax=a2, label="median coupling step (black: not within budget)
 b_n = [n for n in p_ns if np.isfinite(bounds.get(int(n), np.nan))]
 a2.plot(b_n, [bounds[int(n)] for n in b_n], "s--", color="white", mec="k", label="measured slow-to-fast boundary")
 a2.errorbar(crossing.length, crossing.crossing_temperature,
-            yerr=[crossing.crossing_temperature - crossing.ci_low, crossing.ci_high - crossing.crossing_temperature],
+            yerr=[(crossing.crossing_temperature - crossing.ci_low).clip(lower=0),
+                  (crossing.ci_high - crossing.crossing_temperature).clip(lower=0)],
             fmt="o-", color="red", capsize=3, label="τ*: estimated total influence = 1")
 a2.set(xscale="log", yscale="log", xlabel="length n", ylabel="temperature τ",
        title="phase diagram with the Dobrushin crossing")
