@@ -53,9 +53,17 @@ def timed(fn, reps: int, warm: bool = True, first: list[float] | None = None) ->
     return statistics.median(times)
 
 
-def matmul_peak(dtype: torch.dtype, size: int, reps: int) -> float:
-    """Dense matmul FLOP/s: (size × size) @ (size × size), median over reps."""
+def matmul_peak(dtype: torch.dtype, size: int, reps: int, cpu_time: bool = False) -> float:
+    """Dense matmul FLOP/s: (size × size) @ (size × size), median over reps (per CPU-second if `cpu_time`)."""
     a, b = torch.randn(size, size).to(dtype), torch.randn(size, size).to(dtype)
+    if cpu_time:
+        torch.matmul(a, b)
+        times = []
+        for _ in range(reps):
+            t = time.process_time()
+            torch.matmul(a, b)
+            times.append(time.process_time() - t)
+        return 2 * size**3 / statistics.median(times)
     return 2 * size**3 / timed(lambda: torch.matmul(a, b), reps)
 
 
@@ -160,7 +168,9 @@ def throughput_grid(models, cells, reps, target, peaks, usual_fp32=True, path: P
                 x = start_states(mlm, B, n)
                 row = dict(model=name, B=B, n=n)
                 if peaks.get("per_cell"):  # the peak measured beside each cell: both see the same machine load
-                    peaks = dict(peaks, fp32=matmul_peak(torch.float32, 2048, 3), bf16=matmul_peak(torch.bfloat16, 2048, 3))
+                    peaks = dict(peaks, fp32=matmul_peak(torch.float32, 2048, 3), bf16=matmul_peak(torch.bfloat16, 2048, 3),
+                                 fp32_cpu=matmul_peak(torch.float32, 2048, 3, True),
+                                 bf16_cpu=matmul_peak(torch.bfloat16, 2048, 3, True))
                 variants = [("usual_fp32", lambda s: usual_loop(mlm, x, s, 1.0, 0))] if usual_fp32 else []
                 variants += [("engine_fp32", lambda s: engine(mlm, x, s, 1.0, 0, torch.float32)),
                              ("engine_bf16", lambda s: engine(mlm, x, s, 1.0, 0, torch.bfloat16))]
@@ -169,25 +179,34 @@ def throughput_grid(models, cells, reps, target, peaks, usual_fp32=True, path: P
                 plan = {}
                 for label, fn in variants:
                     t1 = timed(lambda: fn(1), 1)
-                    plan[label] = (steps_for(t1, target, 50), [])
+                    plan[label] = (steps_for(t1, target, 50), [], [])
                 for _ in range(reps):
                     for label, fn in variants:
-                        steps, times = plan[label]
-                        t = time.perf_counter()
+                        steps, times, cpu = plan[label]
+                        t, c = time.perf_counter(), time.process_time()
                         fn(steps)
                         times.append((time.perf_counter() - t) / steps)
+                        cpu.append((time.process_time() - c) / steps)
                 for label, fn in variants:
-                    steps, times = plan[label]
+                    steps, times, cpu = plan[label]
                     sec = statistics.median(times)
+                    row[f"{label}_tok_per_cpu_s"] = B / statistics.median(cpu)
                     row[f"{label}_tok_per_s"] = B / sec
                     heads = n + 2 if label.startswith("usual") else 1
                     dt = "fp32" if label.endswith("fp32") else "bf16"
                     row[f"{label}_mfu"] = forward_flops(mlm.model.config, B, n, heads) / sec / peaks[dt]
                     row[f"{label}_steps_timed"] = steps
+                    if peaks.get("fp32_cpu"):
+                        row[f"{label}_mfu_cpu"] = (forward_flops(mlm.model.config, B, n, heads) * row[f"{label}_tok_per_cpu_s"]
+                                                   / B / peaks[f"{dt}_cpu"])
                 if usual_fp32:
                     row["speedup_bf16"] = row["engine_bf16_tok_per_s"] / row["usual_fp32_tok_per_s"]
                     row["speedup_fp32"] = row["engine_fp32_tok_per_s"] / row["usual_fp32_tok_per_s"]
+                    row["speedup_bf16_cpu"] = row["engine_bf16_tok_per_cpu_s"] / row["usual_fp32_tok_per_cpu_s"]
+                    row["speedup_fp32_cpu"] = row["engine_fp32_tok_per_cpu_s"] / row["usual_fp32_tok_per_cpu_s"]
                 row.update(peak_fp32_gflops=peaks["fp32"] / 1e9, peak_bf16_gflops=peaks["bf16"] / 1e9,
+                           peak_fp32_gflops_per_cpu_s=peaks.get("fp32_cpu", float("nan")) / 1e9,
+                           peak_bf16_gflops_per_cpu_s=peaks.get("bf16_cpu", float("nan")) / 1e9,
                            load_avg_1min=os.getloadavg()[0])
                 rows.append(row)
                 print(_fmt(row), flush=True)
