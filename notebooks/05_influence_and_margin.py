@@ -276,13 +276,15 @@ run.save_figure(fig, "influence_and_phase")
 # %% [markdown]
 # **What the figures show.** Left: the estimated total influence falls with τ (tempering flattens every
 # conditional, so replacing a neighbour moves it less) and grows with n (more neighbours to sum over). At
-# the temperatures of ordinary sampling (τ ≈ 1) it is well above 1 at every length: bounded influence, in
-# Dobrushin's form, does not hold there, and since the estimate is a lower bound this conclusion is safe.
-# It falls below 1 only at the crossing τ* of the table, a temperature that rises with n. Right: τ* (red,
-# with its bootstrap interval over contexts) on the phase diagram. Dobrushin's condition is sufficient, not
-# necessary, for fast mixing: coupling is already fast in the cells between the measured boundary (white)
-# and τ*; the theorem explains the fast regime only above τ*. The paper reports the boundary near
-# τ ≈ 1.5–2 on RoBERTa-base; it reports no influence estimates, so there is nothing to compare τ* with.
+# the temperatures of ordinary sampling (τ ≈ 1) it is well above 1 at every length: Dobrushin's condition
+# does not hold there, and since the estimate is a lower bound this conclusion is safe. It falls below 1
+# only at the crossing τ* of the table, which rises with n (cpu profile, embedded model: pooled total
+# influence 3.8 at n = 8 and 4.9 at n = 16 at τ = 1; τ* = 3.0 [2.4, 3.0] at n = 8 and 3.5 [3.0, 3.5] at
+# n = 16; a typical single context crosses 1 already near τ = 2). Right: τ* (red, bootstrap interval over
+# contexts) on the phase diagram. Dobrushin's condition is sufficient, not necessary, for fast mixing:
+# coupling is already fast between the measured boundary (white; τ = 2 on the small cpu grid) and τ*, and
+# the theorem explains the fast regime only above τ*; more contexts could only raise τ*. The paper reports
+# the boundary near τ ≈ 1.5–2 on RoBERTa-base and gives no influence estimates to compare τ* with.
 
 # %% [markdown]
 # ## 3. Local margins along low-temperature chains
@@ -330,12 +332,13 @@ a1.legend(fontsize=8)
 run.save_figure(fig, "margins")
 
 # %% [markdown]
-# **What the figure shows.** Along low-temperature chains most sites sit at a clear argmax: margins of
-# several logits are typical, so that at τ ≤ 0.5 the tempered margin m/τ is often ≥ 5 and the competing
-# token has probability ≲ e^{−5}. A *uniform* margin, as the theorem assumes, is another matter: some sites
-# of most states have small margins (the minimum over a state's sites is much lower than the median site),
-# and those are the sites through which chains move. The table gives the median with a bootstrap interval
-# over sites and the rate of token changes per step.
+# **What the figure shows.** The distribution of local margins along the chains, in logits (left) and in
+# units of τ (right). For the small embedded model margins are modest: the median site's top two logits
+# differ by well under one logit, and the smallest margin of a state (`median_state_min_margin`) is close to
+# zero, so a *uniform* margin of the kind the theorem assumes is absent at every temperature; only at
+# near-greedy temperatures (τ ≤ 0.1) does m/τ become large at most sites, and even then the chains keep
+# moving through their weakest sites (`changes_per_step`). The table gives the median margin with a
+# bootstrap interval over sites.
 
 # %% [markdown]
 # ## 4. Margin of a trap against its dwell time
