@@ -155,7 +155,7 @@ for ax, mlm, row in zip(axes[0], mlms, summaries):
     mine = np.maximum(rectangles.loc[rectangles.model == mlm.name, "abs_rho"].to_numpy(), floor)
     ref = np.maximum(compat_rho[mlm.name], floor)
     bins = np.logspace(np.log10(min(mine.min(), ref.min())), np.log10(max(mine.max(), ref.max())) + 0.1, 60)
-    ax.hist(ref, bins=bins, alpha=0.6, color="tab:gray", label="compatible exact model (float noise)")
+    ax.hist(ref, bins=bins, alpha=0.6, color="tab:gray", label=f"compatible exact model (float noise; exact zeros at {floor:g})")
     ax.hist(mine, bins=bins, alpha=0.7, color="tab:blue", label=f"{mlm.name}")
     ax.axvline(row["tolerance"], color="black", ls="--", label=f"tolerance {row['tolerance']:.1e}")
     ax.set(xscale="log", xlabel="|ρ| = |log R|", ylabel="rectangles",
@@ -199,11 +199,15 @@ for mlm, row in zip(mlms, summaries):
 by_temperature = run.save_table(pd.DataFrame(temp_rows), "temperature")
 
 fig, ax = plt.subplots(figsize=(6, 4))
-for (name, kind), g in by_temperature.groupby(["model", "threshold_kind"]):
-    ax.errorbar(g.temperature, g.fraction_above, yerr=[g.fraction_above - g.ci_low, g.ci_high - g.fraction_above],
-                marker="o", capsize=3, ls="-" if kind == "tolerance" else ":",
-                label=f"{name}: |ρ_τ| > {'tolerance' if kind == 'tolerance' else run['practical']}")
+for k, mlm in enumerate(mlms):
+    for kind, style in (("tolerance", "-"), ("practical", ":")):
+        g = by_temperature[(by_temperature.model == mlm.name) & (by_temperature.threshold_kind == kind)]
+        ax.errorbar(g.temperature, g.fraction_above, yerr=[g.fraction_above - g.ci_low, g.ci_high - g.fraction_above],
+                    marker="o", capsize=3, ls=style, color=f"C{k}",
+                    label=f"{mlm.name}: |ρ_τ| > {'tolerance' if kind == 'tolerance' else run['practical']}")
 ax.set(xscale="log", xlabel="temperature τ", ylabel="fraction of rectangles above threshold", ylim=(-0.02, 1.02))
+ax.set_xticks(temps, [f"{t:g}" for t in temps], minor=False)
+ax.minorticks_off()
 ax.legend(fontsize=8)
 run.save_figure(fig, "fraction_against_temperature")
 by_temperature.groupby("model").identity_error.max()
