@@ -269,7 +269,7 @@ def tidy_streams(path: Path) -> None:
 
 
 def prepare_root(root: Path) -> Path:
-    """Copy the book's config, toc, prose pages and the model card from the repository into `root`.
+    """Copy the book's config, toc, prose pages (with their images) and the model card into `root`.
 
     They are refreshed on every call (a build folder holds no edits of its own); a model card missing
     from the repository becomes a one-line placeholder in `root`. Nothing is copied when `root` is
@@ -282,8 +282,8 @@ def prepare_root(root: Path) -> Path:
     for fname in ("_config.yml", "_toc.yml"):
         shutil.copy2(REPO / fname, root / fname)
     (root / "book").mkdir(exist_ok=True)
-    for page in sorted((REPO / "book").glob("*.md")):
-        if page.name not in GENERATED_PAGES:
+    for page in sorted((REPO / "book").iterdir()):  # prose pages and the figures they show
+        if page.is_file() and page.name not in GENERATED_PAGES and not page.name.startswith("."):
             shutil.copy2(page, root / "book" / page.name)
     card = root / MODEL_CARD
     card.parent.mkdir(parents=True, exist_ok=True)
