@@ -59,14 +59,14 @@ from glauber_mlm.stats import bootstrap_ci, proportion_ci
 
 PROFILES = {
     "smoke": dict(model=None, embedder=None, device=None, seed=0, passages="embedded", start=0, length=12,
-                  temperature=0.1, seeds=2, steps=60, record_every=4, radius=0.3, min_dwell=12,
+                  temperature=0.1, seeds=2, steps=60, record_every=4, radius=0.5, min_dwell=12,
                   temperatures=[0.1, 1.0], chains=4, reach_steps=30, deltas=[0.5, 1.0], umap=False),
     "cpu":   dict(model=None, embedder=None, device=None, seed=0, passages="embedded", start=0, length=24,
-                  temperature=0.1, seeds=3, steps=1000, record_every=10, radius=0.3, min_dwell=100,
+                  temperature=0.1, seeds=3, steps=1000, record_every=10, radius=0.5, min_dwell=100,
                   temperatures=[0.05, 0.1, 0.25, 0.5, 1.0, 2.0], chains=8, reach_steps=250,
                   deltas=[0.8, 1.2, 1.4], umap=True),
     "paper": dict(model="bert-base-uncased", embedder=None, device=None, seed=0, passages="ms_marco", start=0,
-                  length=32, temperature=0.5, seeds=10, steps=10_000, record_every=10, radius=0.3, min_dwell=100,
+                  length=32, temperature=0.5, seeds=10, steps=10_000, record_every=10, radius=0.5, min_dwell=100,
                   temperatures=[0.1, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0], chains=100, reach_steps=10_000,
                   deltas=[0.8, 1.2, 1.4], umap=True),
 }
@@ -252,7 +252,7 @@ escape_fraction
 fig, axes = plt.subplots(1, 2, figsize=(11, 4))
 ax = axes[0]
 for delta, g in escape_fraction.groupby("delta"):
-    ax.errorbar(g.temperature, g.fraction, yerr=[g.fraction - g.ci_low, g.ci_high - g.fraction], marker="o",
+    ax.errorbar(g.temperature, g.fraction, yerr=np.clip([g.fraction - g.ci_low, g.ci_high - g.fraction], 0, None), marker="o",
                 capsize=3, label=f"δ = {delta}")
 ax.set(xscale="log", xlabel="temperature τ", ylabel="fraction of chains reaching distance ≥ δ", ylim=(-0.03, 1.03),
        title=f"{run['chains']} chains per τ, {run['reach_steps']} steps (95% Wilson)")

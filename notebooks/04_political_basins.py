@@ -170,7 +170,7 @@ time_in_region
 fig, axes = plt.subplots(1, 2, figsize=(11, 4))
 ax = axes[0]
 for kind, g in time_in_region.groupby("start"):
-    ax.errorbar(g.temperature, g.fraction, yerr=[g.fraction - g.ci_low, g.ci_high - g.fraction], marker="o", capsize=3,
+    ax.errorbar(g.temperature, g.fraction, yerr=np.clip([g.fraction - g.ci_low, g.ci_high - g.fraction], 0, None), marker="o", capsize=3,
                 label=f"{kind} start", color="tab:red" if kind == "political" else "tab:blue")
 ax.set(xscale="log", xlabel="temperature τ", ylabel="fraction of time in the political region", ylim=(-0.03, 1.03),
        title=f"{run['steps']} steps, {run['starts'] * run['seeds']} chains per point (95% bootstrap)")
