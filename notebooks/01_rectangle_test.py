@@ -252,7 +252,7 @@ for mlm in mlms:
     g = influence_bins[influence_bins.model == mlm.name]
     ax.errorbar(g.influence_median, g.median_abs_rho, yerr=[g.median_abs_rho - g.ci_low, g.ci_high - g.median_abs_rho],
                 marker="o", capsize=3, label=f"{mlm.name}: binned median |ρ|")
-ax.set(yscale="log", xlabel="token-level influence ½[TV_i + TV_j]", ylabel="|ρ|")
+ax.set(xscale="log", yscale="log", xlabel="token-level influence ½[TV_i + TV_j]", ylabel="|ρ|")
 ax.legend(fontsize=8)
 run.save_figure(fig, "rho_against_influence")
 correlation
