@@ -293,12 +293,11 @@ run.save_figure(fig, "ising_coupling")
 # At high temperature the n log n law has the best R² (on log T) of the three at every temperature: n alone
 # under-predicts the long chains and n² over-predicts them. T/(n log n) is nearly flat and follows the
 # path-coupling estimate (dotted) for the longer chains, the pipeline recovering the law and its constant
-# (cpu profile: R² 0.99 for n log n against 0.83 and 0.48 for n and n² at τ = 2; at n = 64 the median
-# T = 352 [312, 415] against (n/δ) log(n/2) = 412, and 298 [254, 325] against 294 at τ = 4).
+# (the fit table above gives R² per law and temperature).
 # At low temperature the worst-case coupling time grows exponentially in J/τ: log T is linear in J/τ
 # (R² of the medians in the table) with a rate b between the end-site barrier (b = 1) and the bulk one
-# (b = 2), nearer the first, as it should be on a short open chain (cpu profile: b = 1.15 [1.00, 1.31],
-# R² of the medians 0.998). The pipeline sees the known transition from fast to slow mixing.
+# (b = 2), nearer the first, as it should be on a short open chain (b and its interval are printed above).
+# The pipeline sees the known transition from fast to slow mixing.
 
 # %% [markdown]
 # ## 3. The rectangle statistic: zero, the closed form, and not zero

@@ -278,12 +278,9 @@ run.save_figure(fig, "influence_and_phase")
 # conditional, so replacing a neighbour moves it less) and grows with n (more neighbours to sum over). At
 # the temperatures of ordinary sampling (τ ≈ 1) it is well above 1 at every length: Dobrushin's condition
 # does not hold there, and since the estimate is a lower bound this conclusion is safe. It falls below 1
-# only at the crossing τ* of the table, which rises with n (cpu profile, embedded model: pooled total
-# influence 3.8 at n = 8 and 4.9 at n = 16 at τ = 1; τ* = 3.0 [2.4, 3.0] at n = 8 and 3.5 [3.0, 3.5] at
-# n = 16, from a cpu run with 8 contexts and a finer grid; a typical single context crosses 1 already near
-# τ = 2). Right: τ* (red, bootstrap interval over
+# only at the crossing τ* of the table above, which rises with n. Right: τ* (red, bootstrap interval over
 # contexts) on the phase diagram. Dobrushin's condition is sufficient, not necessary, for fast mixing:
-# coupling is already fast between the measured boundary (white; τ = 2 on the small cpu grid) and τ*, and
+# coupling is already fast between the measured boundary (white) and τ*, and
 # the theorem explains the fast regime only above τ*; more contexts could only raise τ*. The paper reports
 # the boundary near τ ≈ 1.5–2 on RoBERTa-base and gives no influence estimates to compare τ* with.
 
@@ -405,8 +402,7 @@ run.save_figure(fig, "dwell_vs_margin")
 # picking the least-held site). A dwell is a single geometric waiting time, so the scatter around the line is
 # wide (log of an exponential variable has a spread of about 1.3) and R² stays modest even when the law
 # holds; censored traps, the longest, are left out, which pulls c down. On the small embedded model the law
-# holds only weakly (a cpu run with a larger grid: c = 0.41 [0.09, 0.78], R² 0.10, from 44 traps among 600
-# dwells): traps are rare and shallow, since the smallest margin of a state is usually a near-tie, and c
+# holds only weakly (see c, its interval and R² in the fit printed above): traps are rare and shallow, since the smallest margin of a state is usually a near-tie, and c
 # below 1 says states are left through more than one weak site. The metastability theorem needs a uniform
 # margin that this model does not have; its exponential law is visible only as a trend.
 
