@@ -54,6 +54,7 @@ def influence_matrix(
         x = contexts[c : c + 1]
         base = _all_site_logits(model, x, dtype, chunk)[0]  # (n, V)
         top = base.topk(top_k + 1, dim=-1).indices.cpu()  # candidates for y_j, per j
+        base_logq = [torch.log_softmax(base / tau, -1) for tau in taus]
         for j in range(n):
             cand = top[j][top[j] != x[0, j].item()][:top_k]
             ys = cand[torch.randperm(cand.numel(), generator=g)[:replacements]]
@@ -61,7 +62,7 @@ def influence_matrix(
             perturbed[:, j] = ys.to(x.device)
             pert = _all_site_logits(model, perturbed, dtype, chunk)  # (r, n, V)
             for t, tau in enumerate(taus):
-                tv = total_variation(torch.log_softmax(base / tau, -1), torch.log_softmax(pert / tau, -1))  # (r, n)
+                tv = total_variation(base_logq[t], torch.log_softmax(pert / tau, -1))  # (r, n)
                 alpha[c, t, :, j] = tv.max(0).values.cpu()
     return alpha
 
