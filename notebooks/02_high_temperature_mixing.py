@@ -50,7 +50,7 @@ PROFILES = {
     "smoke": dict(model=None, device=None, seed=0, seeds=1, temperatures=[1.0, 8.0], lengths=[3, 5], pairs=2,
                   budget=60, passages="embedded"),
     "cpu":   dict(model=None, device=None, seed=0, seeds=2, temperatures=[0.75, 1.0, 1.5, 2.0, 3.0], lengths=[4, 8, 12, 16],
-                  pairs=2, budget=400, passages="embedded"),
+                  pairs=8, budget=1000, passages="embedded"),
     "paper": dict(model="roberta-base", device=None, seed=0, seeds=5, temperatures=[0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0],
                   lengths=[8, 16, 24, 32, 48, 64], pairs=20, budget=10_000, passages="ms_marco"),
 }
