@@ -75,3 +75,12 @@ def smoke_book(root, notebooks_dir=NOTEBOOKS, extra: tuple[tuple[str, Path], ...
     book.write_execution_page(root)
     result.html = book.build_book(root, quiet=True)
     return result
+
+
+def read_table(out_dir: Path, name: str):
+    """A table a notebook saved (`name.csv` in its output dir), failing clearly when it was not saved."""
+    import pandas as pd
+
+    path = Path(out_dir) / f"{name}.csv"
+    assert path.is_file(), f"{name}.csv was not saved"
+    return pd.read_csv(path)

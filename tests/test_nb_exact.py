@@ -4,12 +4,12 @@ import json
 import math
 
 import numpy as np
-import pandas as pd
 import pytest
 import torch
 
 import glauber_mlm as gm
 from glauber_mlm import calibration, exact
+from notebook_runner import read_table
 
 
 def test_state_index_follows_the_joint_order():
@@ -51,12 +51,6 @@ def test_glauber_reaches_the_exact_law_and_not_a_wrong_one():
     assert calibration.law_tv(kept, wrong.numpy(), 3, n_boot=50)[0] > 5 * tv
 
 
-def _csv(out, name):
-    path = out / f"{name}.csv"
-    assert path.is_file(), f"{name}.csv was not saved"
-    return pd.read_csv(path)
-
-
 @pytest.fixture(scope="module")
 def smoke_output(tmp_path_factory):
     from notebook_runner import execute
@@ -66,21 +60,21 @@ def smoke_output(tmp_path_factory):
 
 def test_smoke_tables(smoke_output):
     out = smoke_output
-    law = _csv(out, "stationary_law")
+    law = read_table(out, "stationary_law")
     assert list(law.columns) == ["scan", "states", "chains", "samples", "tv", "ci_low", "ci_high", "iid_floor",
                                  "tv_to_wrong_law"]
     assert set(law.scan) == {"random", "systematic"}
     assert (law.tv < 2.5 * law.iid_floor).all() and (law.tv < 0.15).all()
     assert (law.tv_to_wrong_law > law.tv).all()
 
-    coupling = _csv(out, "ising_coupling")
+    coupling = read_table(out, "ising_coupling")
     assert {"regime", "temperature", "length", "met_fraction", "median_time", "ci_low", "ci_high", "per_nlogn"} <= set(coupling.columns)
     assert (coupling.met_fraction == 1).all() and (coupling.ci_low <= coupling.median_time).all()
-    fits = _csv(out, "ising_scaling_fit")
+    fits = read_table(out, "ising_scaling_fit")
     r2 = fits.set_index("law").r2_log
     assert r2["n log n"] > r2["n"] and r2["n log n"] > r2["n^2"]
 
-    rect = _csv(out, "rectangle_calibration").set_index("model")
+    rect = read_table(out, "rectangle_calibration").set_index("model")
     compat = rect[rect.closed_form == "ρ = 0"]
     assert len(compat) == 2 and (compat.max_abs_error < 1e-4).all() and (compat.fraction_above_tol == 0).all()
     inc = rect.loc["random pairwise (incompatible)"]
@@ -88,7 +82,7 @@ def test_smoke_tables(smoke_output):
     mlm = rect[rect.index.str.startswith("MLM")].iloc[0]
     assert mlm.median_abs_rho > 100 * mlm.tolerance
 
-    infl = _csv(out, "influence_calibration")
+    infl = read_table(out, "influence_calibration")
     ising = infl[infl.truth_source == "closed form"]
     assert (ising.abs_error < 1e-4).all()
     total = ising[ising.quantity == "total influence"]

@@ -3,12 +3,12 @@ import json
 import math
 
 import numpy as np
-import pandas as pd
 import pytest
 import torch
 
 import glauber_mlm as gm
 from glauber_mlm import conditions, exact
+from notebook_runner import read_table
 
 
 def test_crossing_temperature_interpolates_in_log_log():
@@ -78,12 +78,6 @@ def test_fit_log_linear_recovers_the_slope():
     assert np.isnan(conditions.fit_log_linear([1, 1, 1], [1, 2, 3])["slope"])
 
 
-def _csv(out, name):
-    path = out / f"{name}.csv"
-    assert path.is_file(), f"{name}.csv was not saved"
-    return pd.read_csv(path)
-
-
 @pytest.fixture(scope="module")
 def smoke_output(tmp_path_factory):
     from notebook_runner import execute
@@ -93,7 +87,7 @@ def smoke_output(tmp_path_factory):
 
 def test_smoke_tables(smoke_output):
     out = smoke_output
-    total = _csv(out, "total_influence")
+    total = read_table(out, "total_influence")
     assert list(total.columns[:6]) == ["temperature", "length", "contexts", "total_influence", "ci_low", "ci_high"]
     assert (total.total_influence >= 0).all() and (total.ci_low <= total.total_influence + 1e-9).all()
     for _, sub in total.groupby("length"):  # TV between tempered conditionals shrinks as τ grows
@@ -101,7 +95,7 @@ def test_smoke_tables(smoke_output):
         assert sub.total_influence.iloc[-1] < sub.total_influence.iloc[0]
         assert (sub.total_influence <= sub.length - 1 + 1e-6).all()  # each α ≤ 1, n − 1 neighbours
 
-    crossing = _csv(out, "crossing")
+    crossing = read_table(out, "crossing")
     assert {"length", "crossing_temperature", "ci_low", "ci_high", "boundary_temperature", "phase_source"} <= set(crossing.columns)
     assert (crossing.crossing_temperature > 0).all()
     for _, row in crossing.iterrows():  # τ* is reported inside the grid only when the curve crosses 1 there
@@ -113,11 +107,11 @@ def test_smoke_tables(smoke_output):
     # alone in its folder it computes a small phase diagram; in the smoke book it reads notebook 02's
     assert crossing.phase_source.iloc[0].startswith(("computed here", "notebook 02"))
 
-    margins = _csv(out, "margins")
+    margins = read_table(out, "margins")
     assert {"temperature", "chain", "step", "site", "margin"} <= set(margins.columns)
     assert (margins.margin >= 0).all()
 
-    dwell = _csv(out, "dwell_vs_margin")
+    dwell = read_table(out, "dwell_vs_margin")
     assert {"temperature", "chain", "start", "dwell", "censored", "margin", "margin_over_tau"} <= set(dwell.columns)
     assert (dwell.dwell >= 1).all()
     assert np.allclose(dwell.margin_over_tau, dwell.margin / dwell.temperature)
