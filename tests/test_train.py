@@ -1,6 +1,7 @@
 """The training command on a tiny fixture, and the committed default model folder."""
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from pathlib import Path
@@ -44,7 +45,9 @@ def test_mask_tokens_never_masks_specials() -> None:
 def test_training_loss_falls(tmp_path: Path) -> None:
     _write_docs(tmp_path / "train.jsonl", 40)
     _write_docs(tmp_path / "eval.jsonl", 8)
-    out = tmp_path / "model"
+    (tmp_path / "data" / "models").mkdir(parents=True)
+    (tmp_path / "data" / "MANIFEST.json").write_text('{"models": []}')
+    out = tmp_path / "data" / "models" / "tiny"
     rc = train.main(["train-model", "--tiny", "--init", "random", "--layers", "1",
                      "--train", str(tmp_path / "train.jsonl"), "--eval", str(tmp_path / "eval.jsonl"),
                      "--out", str(out), "--max-steps", "30", "--threads", "1", "--no-bf16", "--batch", "16",
@@ -60,6 +63,16 @@ def test_training_loss_falls(tmp_path: Path) -> None:
 
     model = AutoModelForMaskedLM.from_pretrained(out, dtype=torch.float32)
     assert model.config.num_hidden_layers == 1
+    listed = {r["file"]: r["sha256"] for r in json.loads((tmp_path / "data" / "MANIFEST.json").read_text())["models"]}
+    assert listed["models/tiny/model.safetensors"] == hashlib.sha256((out / "model.safetensors").read_bytes()).hexdigest()
+
+
+def test_manifest_lists_the_committed_model() -> None:
+    """A retrained model must come with its checksums (``train-model`` refreshes ``data/MANIFEST.json``)."""
+    listed = {r["file"]: r["sha256"] for r in json.loads((REPO / "data" / "MANIFEST.json").read_text())["models"]}
+    on_disk = {f"models/minilm-mlm/{p.name}": hashlib.sha256(p.read_bytes()).hexdigest()
+               for p in MODEL_DIR.iterdir() if p.is_file()}
+    assert listed == on_disk
 
 
 @pytest.mark.skipif(not (MODEL_DIR / "model.safetensors").exists(), reason="default model not built yet")

@@ -420,6 +420,14 @@ def model_files(models: Path) -> list[dict]:
     return rows
 
 
+def refresh_model_checksums(data_dir: Path) -> None:
+    """Rewrite the ``models`` entry of ``data_dir/MANIFEST.json`` from the model folders now on disk."""
+    path = data_dir / "MANIFEST.json"
+    manifest = json.loads(path.read_text(encoding="utf-8"))
+    manifest["models"] = model_files(data_dir / "models")
+    path.write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+
+
 def _counts(rows: list[dict], key: str) -> dict[str, int]:
     out: dict[str, int] = {}
     for r in rows:

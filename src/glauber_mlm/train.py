@@ -24,6 +24,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from .data import refresh_model_checksums
+
 DEFAULT_OUT = Path("data/models/minilm-mlm")
 MASK_P = 0.15
 
@@ -356,7 +358,7 @@ head (dense + GELU + LayerNorm + tied decoder + bias). Dropout is off.
   the masked positions only; AdamW (betas 0.9/0.98, weight decay 0.01), peak lr {m['lr']:g}, linear warmup
   over {m['warmup']} steps then linear decay to zero over the time budget; batch {m['batch']}; bf16 autocast;
   2 CPU threads.
-- {m['steps']} steps in {m['train_minutes']:.1f} minutes of wall time on a shared 2-core CPU (no GPU).
+- {m['steps']} steps in {m['train_minutes']:.1f} minutes of wall time on a 2-core CPU (no GPU).
 
 ## Held-out quality
 
@@ -384,7 +386,7 @@ Held-out masked-token cross-entropy: {m['loss']:.2f} nats. The project's quality
 ## What it is not
 
 A stand-in so that the book runs without a model hub. It is much weaker than BERT: 3 layers, trained
-for under an hour on a shared 2-core CPU, on about 4 million words of British news (2004-05), State of
+for under an hour on a 2-core CPU, on about 4 million words of British news (2004-05), State of
 the Union addresses, 1960s American prose and mixed web sentences; English only, uncased; not evaluated
 on any downstream task, and not meant for any use outside these experiments. Findings about mixing,
 incompatibility and metastability obtained with it are findings about this model; check them on
@@ -435,8 +437,11 @@ def main(argv: list[str]) -> int:
     args = parse_args(argv)
     if args.card_only:
         write_model_card(args.out, json.loads((args.out / "metrics.json").read_text(encoding="utf-8")))
-        return 0
-    train(args)
+    else:
+        train(args)
+    data_dir = args.out.resolve().parent.parent
+    if not args.no_save and (data_dir / "MANIFEST.json").exists():
+        refresh_model_checksums(data_dir)
     return 0
 
 
