@@ -330,7 +330,7 @@ gives proper MLM conditionals (real distributions over the vocabulary) for the G
 `BertForMaskedLM`: {m['layers']} transformer layers, hidden size 384, 12 heads, feed-forward 1536,
 absolute positions up to 512, vocabulary 30522 (bert-base-uncased WordPiece, uncased);
 {m['parameters'] / 1e6:.1f}M parameters; the MLM decoder is tied to the word embeddings.
-Weights are stored in float16 (`model.safetensors`, {size:.1f} MB); load them in float32 (the config
+Weights are stored in float16 (`model.safetensors`, {size:.1f} MiB); load them in float32 (the config
 says so) or run under bf16 autocast:
 
 ```python
