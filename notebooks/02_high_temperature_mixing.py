@@ -194,7 +194,9 @@ scaling[scaling.law == "n log n"]
 # **What the figure shows.** Left: the median coupling time divided by n log n, with bootstrap 95% intervals
 # over pairs, against n for each temperature where every length coupled; a flat line is the n log n law, a
 # rising line means faster-than-n-log-n growth. Right: the medians on log–log axes with the three fitted laws.
-# The table gives C(τ) with its interval and R² for each law. The paper (Fig 3, BERT-base-uncased) reports
+# The table gives C(τ) with its interval and R² for each law. Just above the slow-to-fast boundary the
+# growth can still be faster than n log n (the chain is close to the slow regime, and n² may fit best there);
+# the n log n law is the high-temperature regime, where the total influence is small. The paper (Fig 3, BERT-base-uncased) reports
 # T/(n log n) roughly constant in n at high temperature, with C(τ) decreasing as τ grows; the theorem predicts
 # C(τ) ≈ 1/δ(τ), where 1 − δ bounds the total influence.
 
