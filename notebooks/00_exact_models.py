@@ -84,41 +84,22 @@ run = Run("00_exact_models", profile, PROFILES, output_dir, model=model, device=
           influence_sites=influence_sites, influence_temperatures=influence_temperatures)
 
 
-def _int(key, low, high=None):
-    v = run[key]
-    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < low or (high is not None and v > high):
-        raise ValueError(f"{key} must be an integer in [{low}, {high if high is not None else '∞'}), got {v!r}.")
-    return int(v)
-
-
-def _temps(key):
-    v = run[key]
-    if not isinstance(v, (list, tuple)) or not v or not all(isinstance(t, (int, float)) and math.isfinite(t) and t > 0 for t in v):
-        raise ValueError(f"{key} must be a non-empty list of finite temperatures > 0, got {v!r}.")
-    return [float(t) for t in v]
-
-
-J = float(run["coupling"])
-if not (math.isfinite(J) and J > 0):
-    raise ValueError(f"coupling J must be finite and > 0, got {run['coupling']!r}.")
-q_law, n_law = _int("law_states", 2, 10), _int("law_sites", 2, 12)
+J = run.positive("coupling")
+q_law, n_law = run.integer("law_states", 2, 10), run.integer("law_sites", 2, 12)
 if q_law**n_law > 200_000:
     raise ValueError(f"law_states ** law_sites = {q_law**n_law} states is too many to enumerate: keep it ≤ 200000.")
-tau_law = float(run["law_temperature"])
-if not (math.isfinite(tau_law) and tau_law > 0):
-    raise ValueError(f"law_temperature must be finite and > 0, got {run['law_temperature']!r}.")
-n_chains, n_sweeps = _int("chains", 2), _int("sweeps", 4)
-high_taus, low_taus, infl_taus = _temps("temperatures"), _temps("low_temperatures"), _temps("influence_temperatures")
-if len(low_taus) < 2:
-    raise ValueError(f"low_temperatures needs at least two temperatures to fit the slow-down, got {low_taus}.")
+tau_law = run.positive("law_temperature")
+n_chains, n_sweeps = run.integer("chains", 2), run.integer("sweeps", 4)
+high_taus, infl_taus = run.temperatures("temperatures"), run.temperatures("influence_temperatures")
+low_taus = run.temperatures("low_temperatures", 2)  # two at least, to fit the slow-down
 ns = run["lengths"]
 if not isinstance(ns, (list, tuple)) or len(ns) < 2 or not all(isinstance(n, int) and n >= 3 for n in ns):
     raise ValueError(f"lengths must be a list of at least two integers ≥ 3 (to fit n log n), got {ns!r}.")
 ns = sorted(ns)
-n_pairs, T_budget, n_low = _int("pairs", 2), _int("budget", 1), _int("low_length", 3)
-n_rect, n_infl = _int("rectangles", 2), _int("influence_sites", 3, 14)
+n_pairs, T_budget, n_low = run.integer("pairs", 2), run.integer("budget", 1), run.integer("low_length", 3)
+n_rect, n_infl = run.integer("rectangles", 2), run.integer("influence_sites", 3, 14)
 mlm = gm.load_mlm(run["model"], device=run.device)      # clear error here for an unknown model
-L_rect = _int("rect_length", 2, mlm.max_length)
+L_rect = run.integer("rect_length", 2, mlm.max_length)
 texts = load_passages(run["passages"])
 contexts = sample_passages(mlm, texts, L_rect, min(n_rect, 64), seed=run["seed"])[0]  # fails here if too few passages
 run.show()

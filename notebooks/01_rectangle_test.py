@@ -67,11 +67,8 @@ names = [run["models"]] if isinstance(run["models"], str) else run["models"]
 if not names:
     raise ValueError(f"models must be a non-empty list of model names or folders (None: the embedded model), got {names!r}.")
 for key, low in (("contexts", 1), ("per_passage", 1), ("top_k", 2), ("length", 2)):
-    if int(run[key]) != run[key] or run[key] < low:
-        raise ValueError(f"{key} must be an integer ≥ {low}, got {run[key]!r}.")
-temps = [float(t) for t in run["temperatures"]]
-if not temps or min(temps) <= 0 or not np.isfinite(temps).all():
-    raise ValueError(f"temperatures must be a non-empty list of finite values > 0, got {run['temperatures']!r}.")
+    run.integer(key, low)
+temps = run.temperatures("temperatures")
 if not run["safety"] >= 1 or not run["practical"] > 0:
     raise ValueError(f"need safety ≥ 1 and practical > 0, got safety={run['safety']!r}, practical={run['practical']!r}.")
 mlms = [gm.load_mlm(name, device=run.device) for name in names]  # clear error here for an unknown model

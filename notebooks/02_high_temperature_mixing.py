@@ -57,16 +57,13 @@ PROFILES = {
 run = Run("02_high_temperature_mixing", profile, PROFILES, output_dir, model=model, device=device, seed=seed, seeds=seeds,
           temperatures=temperatures, lengths=lengths, pairs=pairs, budget=budget, passages=passages)
 mlm = gm.load_mlm(run["model"], device=run.device)  # clear error here for an unknown model
-taus = [float(t) for t in run["temperatures"]]
-if not taus or min(taus) <= 0 or not np.isfinite(taus).all():
-    raise ValueError(f"temperatures must be a non-empty list of finite values > 0, got {run['temperatures']!r}.")
+taus = run.temperatures("temperatures")
 ns = sorted(int(n) for n in run["lengths"])
 if not ns or ns[0] < 2 or ns[-1] > mlm.max_length or any(int(n) != n for n in run["lengths"]):
     raise ValueError(f"lengths must be whole numbers of tokens in [2, {mlm.max_length}] for {mlm.name} "
                      f"(at most its positions less its frame tokens), got {run['lengths']!r}.")
 for key in ("pairs", "seeds", "budget"):
-    if int(run[key]) != run[key] or run[key] < 1:
-        raise ValueError(f"{key} must be an integer ≥ 1, got {run[key]!r}.")
+    run.integer(key, 1)
 texts = load_passages(run["passages"])
 # starting pairs per (length, replicate): independent passages from distinct documents; fails here if too few
 starts = {(n, s): passage_pairs(mlm, texts, n, run["pairs"], seed=run["seed"] * 1_000_003 + s * 1009 + n)

@@ -75,15 +75,11 @@ run = Run("03_metastability_traps", profile, PROFILES, output_dir, model=model, 
           record_every=record_every, radius=radius, min_dwell=min_dwell, temperatures=temperatures, chains=chains,
           reach_steps=reach_steps, deltas=deltas, umap=umap)
 for key, low in (("seeds", 1), ("chains", 1), ("record_every", 1), ("length", 2), ("start", 0), ("min_dwell", 0)):
-    if int(run[key]) != run[key] or run[key] < low:
-        raise ValueError(f"{key} must be an integer ≥ {low}, got {run[key]!r}.")
+    run.integer(key, low)
 for key in ("steps", "reach_steps"):
-    if int(run[key]) != run[key] or run[key] < 2 * run["record_every"]:
-        raise ValueError(f"{key} must be an integer ≥ 2·record_every = {2 * run['record_every']}, got {run[key]!r}.")
-temps = [float(t) for t in run["temperatures"]]
-if not temps or min(temps) <= 0 or not np.isfinite(temps).all() or not run["temperature"] > 0:
-    raise ValueError(f"temperatures must be finite and > 0, got temperature={run['temperature']!r}, "
-                     f"temperatures={run['temperatures']!r}.")
+    run.integer(key, 2 * run["record_every"])  # at least two records
+temps = run.temperatures("temperatures")
+run.positive("temperature")
 deltas = [float(d) for d in run["deltas"]]
 if not deltas or min(deltas) <= 0 or max(deltas) > 2 or not 0 < run["radius"] <= 2:
     raise ValueError(f"deltas and radius are distances between unit vectors, so in (0, 2]; got deltas={run['deltas']!r}, "

@@ -69,19 +69,15 @@ run = Run("04_political_basins", profile, PROFILES, output_dir, model=model, emb
           steps=steps, record_every=record_every, score_texts=score_texts, method=method, threshold=threshold,
           test_fraction=test_fraction)
 for key, low in (("starts", 1), ("seeds", 1), ("record_every", 1), ("length", 2)):
-    if int(run[key]) != run[key] or run[key] < low:
-        raise ValueError(f"{key} must be an integer ≥ {low}, got {run[key]!r}.")
-if int(run["steps"]) != run["steps"] or run["steps"] < 2 * run["record_every"]:
-    raise ValueError(f"steps must be an integer ≥ 2·record_every = {2 * run['record_every']}, got {run['steps']!r}.")
-temps = [float(t) for t in run["temperatures"]]
-if not temps or min(temps) <= 0 or not np.isfinite(temps).all():
-    raise ValueError(f"temperatures must be a non-empty list of finite values > 0, got {run['temperatures']!r}.")
+    run.integer(key, low)
+run.integer("steps", 2 * run["record_every"])  # at least two records
+temps = run.temperatures("temperatures")
 if run["method"] not in political.METHODS:
     raise ValueError(f"method must be one of {political.METHODS}, got {run['method']!r}.")
 if not 0 < run["threshold"] < 1 or not 0 < run["test_fraction"] < 1:
     raise ValueError(f"threshold and test_fraction must lie in (0, 1), got {run['threshold']!r}, {run['test_fraction']!r}.")
-if run["score_texts"] is not None and (int(run["score_texts"]) != run["score_texts"] or run["score_texts"] < 50):
-    raise ValueError(f"score_texts must be None (all) or an integer ≥ 50, got {run['score_texts']!r}.")
+if run["score_texts"] is not None:  # None: all
+    run.integer("score_texts", 50)
 mlm = gm.load_mlm(run["model"], device=run.device)      # clear error here for an unknown model
 if run["length"] > mlm.max_length:
     raise ValueError(f"length={run['length']} tokens is more than {mlm.name} takes ({mlm.max_length} besides its frame tokens).")

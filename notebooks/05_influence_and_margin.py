@@ -94,30 +94,13 @@ run = Run("05_influence_and_margin", profile, PROFILES, output_dir, model=model,
           chain_passages=chain_passages, steps=steps, record_every=record_every, dwell_states=dwell_states,
           phase_temperatures=phase_temperatures,
           phase_lengths=phase_lengths, pairs=pairs, budget=budget)
-
-
-def _temps(key, at_least=1):
-    v = run[key]
-    if (not isinstance(v, (list, tuple)) or len(v) < at_least
-            or not all(isinstance(t, (int, float)) and math.isfinite(t) and t > 0 for t in v)):
-        raise ValueError(f"{key} must be a list of at least {at_least} finite temperatures > 0, got {v!r}.")
-    return sorted(float(t) for t in v)
-
-
-def _int(key, low):
-    v = run[key]
-    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < low:
-        raise ValueError(f"{key} must be an integer ≥ {low}, got {v!r}.")
-    return int(v)
-
-
-taus = _temps("temperatures", 2)
-chain_taus = _temps("chain_temperatures")
-phase_taus = _temps("phase_temperatures")
+taus = sorted(run.temperatures("temperatures", 2))
+chain_taus = sorted(run.temperatures("chain_temperatures"))
+phase_taus = sorted(run.temperatures("phase_temperatures"))
 for key in ("seeds", "contexts", "replacements", "chain_passages", "steps", "record_every", "dwell_states", "pairs",
             "budget"):
-    _int(key, 1)
-_int("top_k", 2)
+    run.integer(key, 1)
+run.integer("top_k", 2)
 if run["replacements"] > run["top_k"]:
     raise ValueError(f"replacements ({run['replacements']}) cannot exceed top_k ({run['top_k']}): they are drawn from the top-k.")
 mlm = gm.load_mlm(run["model"], device=run.device)      # clear error here for an unknown model

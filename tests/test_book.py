@@ -272,3 +272,20 @@ def test_book_renders_math_without_the_network(built):
     assert (html / "_static" / "mathjax" / "tex-chtml.js").exists()
     assert 'src="../_static/mathjax/tex-chtml.js"' in theory
     assert "cdn.jsdelivr" not in theory
+
+
+def test_run_parameter_checks_name_the_parameter_and_the_rule(tmp_path):
+    from glauber_mlm.notebook import Run
+
+    profiles = {"cpu": dict(steps=10, big=True, temps=[0.5, 2], tau=0.5, bad_temps=[1.0, -1.0], word="ten")}
+    run = Run("99_checks", "cpu", profiles, tmp_path)
+    assert run.integer("steps", 1) == 10 and run.temperatures("temps", 2) == [0.5, 2.0] and run.positive("tau") == 0.5
+    for call, message in ((lambda: run.integer("steps", 11), "steps must be an integer ≥ 11"),
+                          (lambda: run.integer("steps", 1, 5), "steps must be an integer ≥ 1 and ≤ 5"),
+                          (lambda: run.integer("big", 0), "big must be an integer"),
+                          (lambda: run.integer("word", 0), "word must be an integer"),
+                          (lambda: run.temperatures("temps", 3), "temps must be a list of at least 3"),
+                          (lambda: run.temperatures("bad_temps"), "bad_temps must be a list"),
+                          (lambda: run.positive("word"), "word must be a finite number > 0")):
+        with pytest.raises(ValueError, match=message):
+            call()

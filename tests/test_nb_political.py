@@ -63,6 +63,7 @@ def test_unknown_profile_stops_the_first_cell(tmp_path):
 @needs_model
 @pytest.mark.parametrize("params, expected", [
     (dict(method="svm"), "method must be one of"),
+    (dict(temperatures=[0.5, -1.0]), "temperatures must be a list of at least 1 finite temperatures > 0"),
     (dict(starts=100000), "passages from distinct documents have"),
 ])
 def test_bad_parameters_stop_the_first_cell(tmp_path, params, expected):

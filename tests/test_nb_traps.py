@@ -71,6 +71,7 @@ def test_unknown_profile_stops_the_first_cell(tmp_path):
 @pytest.mark.parametrize("params, expected", [
     (dict(length=10000), "length=10000 tokens is more than"),
     (dict(deltas=[3.0]), "deltas and radius are distances between unit vectors"),
+    (dict(steps=5, record_every=10), "steps must be an integer ≥ 20"),
     (dict(embedder="/no/such/embedder"), "no sentence-transformers folder"),
 ])
 def test_bad_parameters_stop_the_first_cell(tmp_path, params, expected):

@@ -8,6 +8,8 @@ every keyword that is not None overrides the profile. Tables go to CSV, figures 
 from __future__ import annotations
 
 import json
+import math
+import numbers
 import platform
 import subprocess
 import time
@@ -52,6 +54,29 @@ class Run:
 
     def __getitem__(self, key: str):
         return self.params[key]
+
+    def integer(self, key: str, low: int, high: int | None = None) -> int:
+        """The parameter ``key`` as an int in [low, high]; a clear error otherwise."""
+        v = self.params[key]
+        if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < low or (high is not None and v > high):
+            upper = f" and ≤ {high}" if high is not None else ""
+            raise ValueError(f"{key} must be an integer ≥ {low}{upper}, got {v!r}.")
+        return int(v)
+
+    def positive(self, key: str) -> float:
+        """The parameter ``key`` as a finite float > 0 (a temperature, a coupling strength)."""
+        v = self.params[key]
+        if isinstance(v, bool) or not isinstance(v, numbers.Real) or not (math.isfinite(v) and v > 0):
+            raise ValueError(f"{key} must be a finite number > 0, got {v!r}.")
+        return float(v)
+
+    def temperatures(self, key: str, at_least: int = 1) -> list[float]:
+        """The parameter ``key`` as a list of at least ``at_least`` finite temperatures > 0, in the given order."""
+        v = self.params[key]
+        if (not isinstance(v, (list, tuple)) or len(v) < at_least
+                or not all(not isinstance(t, bool) and isinstance(t, numbers.Real) and math.isfinite(t) and t > 0 for t in v)):
+            raise ValueError(f"{key} must be a list of at least {at_least} finite temperatures > 0, got {v!r}.")
+        return [float(t) for t in v]
 
     def provenance(self) -> dict:
         return {
