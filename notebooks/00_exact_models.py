@@ -60,6 +60,7 @@ import glauber_mlm as gm
 from glauber_mlm import calibration, conditions, exact
 from glauber_mlm.notebook import Run
 from glauber_mlm.passages import load_passages, sample_passages
+from glauber_mlm.plots import interval_errorbar
 from glauber_mlm.stats import bootstrap_ci, censored_median_ci, fit_scaling_ci, proportion_ci
 
 PROFILES = {
@@ -253,16 +254,16 @@ fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 4))
 hi_rows = ising_coupling[ising_coupling.regime == "high"]
 for k, (tau, sub) in enumerate(hi_rows.groupby("temperature")):
     nl = sub.length * np.log(sub.length)
-    a1.errorbar(sub.length, sub.median_time / nl, yerr=[(sub.median_time - sub.ci_low) / nl, (sub.ci_high - sub.median_time) / nl],
-                marker="o", capsize=3, color=f"C{k}", label=f"τ = {tau:g}: median T/(n log n)")
+    interval_errorbar(a1, sub.length, sub.median_time / nl, sub.ci_low / nl, sub.ci_high / nl,
+                      marker="o", capsize=3, color=f"C{k}", label=f"τ = {tau:g}: median T/(n log n)")
     a1.plot(sub.length, sub.path_coupling_estimate / nl, ":", color=f"C{k}", label=f"τ = {tau:g}: (n/δ) log(n/2) / (n log n)")
 a1.set(xscale="log", xlabel="length n", ylabel="T / (n log n)", title="high temperature: T ≈ C · n log n")
 a1.set_xticks(ns, [str(n) for n in ns])
 a1.set_ylim(bottom=0)
 a1.legend(fontsize=7)
 x = J / lo_rows.temperature
-a2.errorbar(x, lo_rows.median_time, yerr=[lo_rows.median_time - lo_rows.ci_low, lo_rows.ci_high - lo_rows.median_time],
-            marker="o", capsize=3, ls="none", label=f"median T, n = {n_low}, from 00…0 vs 11…1")
+interval_errorbar(a2, x, lo_rows.median_time, lo_rows.ci_low, lo_rows.ci_high,
+                  marker="o", capsize=3, ls="none", label=f"median T, n = {n_low}, from 00…0 vs 11…1")
 xs = np.linspace(x.min(), x.max(), 50)
 a2.plot(xs, np.exp(slow["intercept"] + slow["slope"] * xs), "k--",
         label=f"fit: b = {slow['slope']:.2f} [{slow['slope_low']:.2f}, {slow['slope_high']:.2f}]")

@@ -48,6 +48,7 @@ from scipy.stats import spearmanr
 import glauber_mlm as gm
 from glauber_mlm.notebook import Run
 from glauber_mlm.passages import load_passages, sample_passages
+from glauber_mlm.plots import interval_errorbar, temperature_axis
 from glauber_mlm.rectangle import float64_twin
 from glauber_mlm.stats import bootstrap_ci, proportion_ci
 
@@ -199,12 +200,10 @@ fig, ax = plt.subplots(figsize=(6, 4))
 for k, mlm in enumerate(mlms):
     for kind, style in (("tolerance", "-"), ("practical", ":")):
         g = by_temperature[(by_temperature.model == mlm.name) & (by_temperature.threshold_kind == kind)]
-        ax.errorbar(g.temperature, g.fraction_above, yerr=[g.fraction_above - g.ci_low, g.ci_high - g.fraction_above],
-                    marker="o", capsize=3, ls=style, color=f"C{k}",
-                    label=f"{mlm.name}: |ρ_τ| > {'tolerance' if kind == 'tolerance' else run['practical']}")
-ax.set(xscale="log", xlabel="temperature τ", ylabel="fraction of rectangles above threshold", ylim=(-0.02, 1.02))
-ax.set_xticks(temps, [f"{t:g}" for t in temps], minor=False)
-ax.minorticks_off()
+        interval_errorbar(ax, g.temperature, g.fraction_above, g.ci_low, g.ci_high, marker="o", capsize=3, ls=style,
+                          color=f"C{k}", label=f"{mlm.name}: |ρ_τ| > {'tolerance' if kind == 'tolerance' else run['practical']}")
+temperature_axis(ax, temps)
+ax.set(xlabel="temperature τ", ylabel="fraction of rectangles above threshold", ylim=(-0.02, 1.02))
 ax.legend(fontsize=8)
 run.save_figure(fig, "fraction_against_temperature")
 by_temperature.groupby("model").identity_error.max()
@@ -247,8 +246,8 @@ for mlm in mlms:
     t = rectangles[rectangles.model == mlm.name]
     ax.scatter(t.influence, np.maximum(t.abs_rho, floor), s=4, alpha=0.25)
     g = influence_bins[influence_bins.model == mlm.name]
-    ax.errorbar(g.influence_median, g.median_abs_rho, yerr=[g.median_abs_rho - g.ci_low, g.ci_high - g.median_abs_rho],
-                marker="o", capsize=3, label=f"{mlm.name}: binned median |ρ|")
+    interval_errorbar(ax, g.influence_median, g.median_abs_rho, g.ci_low, g.ci_high,
+                      marker="o", capsize=3, label=f"{mlm.name}: binned median |ρ|")
 ax.set(xscale="log", yscale="log", xlabel="token-level influence ½[TV_i + TV_j]", ylabel="|ρ|")
 ax.legend(fontsize=8)
 run.save_figure(fig, "rho_against_influence")

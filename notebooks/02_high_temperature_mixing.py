@@ -44,6 +44,7 @@ from matplotlib.colors import LogNorm
 import glauber_mlm as gm
 from glauber_mlm.notebook import Run
 from glauber_mlm.passages import load_passages, passage_pairs
+from glauber_mlm.plots import interval_errorbar
 from glauber_mlm.stats import censored_median, censored_median_ci, fit_scaling_ci
 
 PROFILES = {
@@ -169,10 +170,9 @@ for tau in fit_taus:
     rows = [(n, *censored_median_ci(c.time, c.met, seed=run["seed"])) for n, c in g.groupby("length")]
     n_, med, low, high = map(np.array, zip(*rows))
     scale = n_ * np.log(n_)
-    axes[0].errorbar(n_, med / scale, yerr=[(med - low) / scale, np.minimum(high - med, 10 * med) / scale],
-                     marker="o", capsize=3, label=f"τ = {tau:g}")
-    bars = axes[1].errorbar(n_, med, yerr=[med - low, np.minimum(high - med, 10 * med)], marker="o", ls="none",
-                            capsize=3, label=f"τ = {tau:g}")
+    high = np.minimum(high, 11 * med)  # an infinite upper end (censored resamples) drawn as a long bar
+    interval_errorbar(axes[0], n_, med / scale, low / scale, high / scale, marker="o", capsize=3, label=f"τ = {tau:g}")
+    bars = interval_errorbar(axes[1], n_, med, low, high, marker="o", ls="none", capsize=3, label=f"τ = {tau:g}")
     fits = scaling[scaling.temperature == tau].set_index("law")
     grid_n = np.linspace(n_.min(), n_.max(), 50)
     for law, style in (("n", ":"), ("n log n", "-"), ("n^2", "--")):

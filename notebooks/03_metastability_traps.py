@@ -55,6 +55,7 @@ import glauber_mlm as gm
 from glauber_mlm import semantic
 from glauber_mlm.notebook import Run
 from glauber_mlm.passages import load_passages
+from glauber_mlm.plots import interval_errorbar, temperature_axis
 from glauber_mlm.stats import bootstrap_ci, proportion_ci
 
 PROFILES = {
@@ -248,12 +249,10 @@ escape_fraction
 fig, axes = plt.subplots(1, 2, figsize=(11, 4))
 ax = axes[0]
 for delta, g in escape_fraction.groupby("delta"):
-    ax.errorbar(g.temperature, g.fraction, yerr=np.clip([g.fraction - g.ci_low, g.ci_high - g.fraction], 0, None), marker="o",
-                capsize=3, label=f"δ = {delta}")
-ax.set(xscale="log", xlabel="temperature τ", ylabel="fraction of chains reaching distance ≥ δ", ylim=(-0.03, 1.03),
+    interval_errorbar(ax, g.temperature, g.fraction, g.ci_low, g.ci_high, marker="o", capsize=3, label=f"δ = {delta}")
+temperature_axis(ax, temps)
+ax.set(xlabel="temperature τ", ylabel="fraction of chains reaching distance ≥ δ", ylim=(-0.03, 1.03),
        title=f"{run['chains']} chains per τ, {run['reach_steps']} steps (95% Wilson)")
-ax.set_xticks(temps, [f"{t:g}" for t in temps], minor=False)
-ax.set_xticks([], minor=True)
 ax.legend()
 ax = axes[1]
 cmap = plt.get_cmap("viridis")

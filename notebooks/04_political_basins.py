@@ -51,6 +51,7 @@ import glauber_mlm as gm
 from glauber_mlm import political, semantic
 from glauber_mlm.notebook import Run
 from glauber_mlm.passages import load_passages, load_political_text, sample_passages
+from glauber_mlm.plots import interval_errorbar, temperature_axis
 from glauber_mlm.stats import bootstrap_ci, censored_median_ci, proportion_ci
 
 PROFILES = {
@@ -166,12 +167,11 @@ time_in_region
 fig, axes = plt.subplots(1, 2, figsize=(11, 4))
 ax = axes[0]
 for kind, g in time_in_region.groupby("start"):
-    ax.errorbar(g.temperature, g.fraction, yerr=np.clip([g.fraction - g.ci_low, g.ci_high - g.fraction], 0, None), marker="o", capsize=3,
-                label=f"{kind} start", color="tab:red" if kind == "political" else "tab:blue")
-ax.set(xscale="log", xlabel="temperature τ", ylabel="fraction of time in the political region", ylim=(-0.03, 1.03),
+    interval_errorbar(ax, g.temperature, g.fraction, g.ci_low, g.ci_high, marker="o", capsize=3,
+                      label=f"{kind} start", color="tab:red" if kind == "political" else "tab:blue")
+temperature_axis(ax, temps)
+ax.set(xlabel="temperature τ", ylabel="fraction of time in the political region", ylim=(-0.03, 1.03),
        title=f"{run['steps']} steps, {run['starts'] * run['seeds']} chains per point (95% bootstrap)")
-ax.set_xticks(temps, [f"{t:g}" for t in temps], minor=False)
-ax.set_xticks([], minor=True)
 ax.legend()
 ax = axes[1]
 cmap = plt.get_cmap("viridis")

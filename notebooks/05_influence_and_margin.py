@@ -68,7 +68,8 @@ import glauber_mlm as gm
 from glauber_mlm import conditions
 from glauber_mlm.notebook import Run
 from glauber_mlm.passages import load_passages, passage_pairs, sample_passages
-from glauber_mlm.stats import bootstrap_ci, censored_median
+from glauber_mlm.plots import interval_errorbar
+from glauber_mlm.stats import bootstrap_ci, censored_median, slow_to_fast_boundary
 
 PROFILES = {
     "smoke": dict(model=None, device=None, seed=0, seeds=1, passages="embedded", lengths=[5], contexts=2,
@@ -176,18 +177,6 @@ else:
 print("phase diagram:", phase_source)
 
 
-def boundary(sub):
-    """Lowest grid τ from which on every median coupling time is finite (nan: none; the grid's lowest: all)."""
-    sub = sub.sort_values("temperature")
-    finite = np.isfinite(sub.median_time.to_numpy(float))
-    if not finite[-1]:
-        return np.nan
-    k = len(finite) - 1
-    while k > 0 and finite[k - 1]:
-        k -= 1
-    return float(sub.temperature.iloc[k])
-
-
 def where(s):
     if s.pooled.max() < 1:
         return f"below the grid: τ* ≤ {min(taus):g}"
@@ -196,7 +185,7 @@ def where(s):
     return "inside the grid"
 
 
-bounds = {int(n): boundary(sub) for n, sub in phase.groupby("length")}
+bounds = {int(n): slow_to_fast_boundary(sub.temperature, sub.median_time) for n, sub in phase.groupby("length")}
 crossing = pd.DataFrame([dict(length=n, crossing_temperature=summaries[n].crossing, ci_low=summaries[n].crossing_low,
                               ci_high=summaries[n].crossing_high, status=where(summaries[n]),
                               boundary_temperature=bounds.get(n, np.nan), phase_source=phase_source,
@@ -243,10 +232,8 @@ a2.set_facecolor("black")
 fig.colorbar(mesh, ax=a2, label="median coupling step (black: not within budget)")
 b_n = [n for n in p_ns if np.isfinite(bounds.get(int(n), np.nan))]
 a2.plot(b_n, [bounds[int(n)] for n in b_n], "s--", color="white", mec="k", label="measured slow-to-fast boundary")
-a2.errorbar(crossing.length, crossing.crossing_temperature,
-            yerr=[(crossing.crossing_temperature - crossing.ci_low).clip(lower=0),
-                  (crossing.ci_high - crossing.crossing_temperature).clip(lower=0)],
-            fmt="o-", color="red", capsize=3, label="τ*: estimated total influence = 1")
+interval_errorbar(a2, crossing.length, crossing.crossing_temperature, crossing.ci_low, crossing.ci_high,
+                  fmt="o-", color="red", capsize=3, label="τ*: estimated total influence = 1")
 a2.set(xscale="log", yscale="log", xlabel="length n", ylabel="temperature τ",
        title="phase diagram with the Dobrushin crossing")
 a2.set_xticks(p_ns, [str(n) for n in p_ns])

@@ -21,6 +21,16 @@ def censored_median(times, met) -> float:
     return float(np.median(t))
 
 
+def slow_to_fast_boundary(temperatures, median_times) -> float:
+    """Lowest grid τ from which on every (censored) median coupling time is finite; nan if the highest τ is slow."""
+    order = np.argsort(np.asarray(temperatures, float))
+    taus, finite = np.asarray(temperatures, float)[order], np.isfinite(np.asarray(median_times, float)[order])
+    if finite.size == 0 or not finite[-1]:
+        return float("nan")
+    slow = np.flatnonzero(~finite)
+    return float(taus[slow[-1] + 1] if slow.size else taus[0])
+
+
 def proportion_ci(successes: int, trials: int, level: float = 0.95) -> tuple[float, float, float]:
     """(p̂, low, high): Wilson score interval for a binomial proportion."""
     if trials <= 0:
