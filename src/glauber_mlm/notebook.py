@@ -35,6 +35,10 @@ def machine() -> str:
     return f"{platform.processor() or platform.machine()}, {torch.get_num_threads()} CPU threads"
 
 
+def _finite_positive(v) -> bool:
+    return not isinstance(v, bool) and isinstance(v, numbers.Real) and math.isfinite(v) and v > 0
+
+
 class Run:
     """Resolved parameters of one notebook run, and where its numbers and figures are saved."""
 
@@ -66,15 +70,14 @@ class Run:
     def positive(self, key: str) -> float:
         """The parameter ``key`` as a finite float > 0 (a temperature, a coupling strength)."""
         v = self.params[key]
-        if isinstance(v, bool) or not isinstance(v, numbers.Real) or not (math.isfinite(v) and v > 0):
+        if not _finite_positive(v):
             raise ValueError(f"{key} must be a finite number > 0, got {v!r}.")
         return float(v)
 
     def temperatures(self, key: str, at_least: int = 1) -> list[float]:
         """The parameter ``key`` as a list of at least ``at_least`` finite temperatures > 0, in the given order."""
         v = self.params[key]
-        if (not isinstance(v, (list, tuple)) or len(v) < at_least
-                or not all(not isinstance(t, bool) and isinstance(t, numbers.Real) and math.isfinite(t) and t > 0 for t in v)):
+        if not isinstance(v, (list, tuple)) or len(v) < at_least or not all(_finite_positive(t) for t in v):
             raise ValueError(f"{key} must be a list of at least {at_least} finite temperatures > 0, got {v!r}.")
         return [float(t) for t in v]
 

@@ -23,8 +23,9 @@ def censored_median(times, met) -> float:
 
 def slow_to_fast_boundary(temperatures, median_times) -> float:
     """Lowest grid τ from which on every (censored) median coupling time is finite; nan if the highest τ is slow."""
-    order = np.argsort(np.asarray(temperatures, float))
-    taus, finite = np.asarray(temperatures, float)[order], np.isfinite(np.asarray(median_times, float)[order])
+    taus = np.asarray(temperatures, float)
+    order = np.argsort(taus)
+    taus, finite = taus[order], np.isfinite(np.asarray(median_times, float)[order])
     if finite.size == 0 or not finite[-1]:
         return float("nan")
     slow = np.flatnonzero(~finite)
