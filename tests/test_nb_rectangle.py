@@ -3,7 +3,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from glauber_mlm.book import NotebookFailed
+from glauber_mlm.book import BookError, NotebookFailed
 from glauber_mlm.hf import DEFAULT_MODEL
 from notebook_runner import execute
 
@@ -63,12 +63,15 @@ def test_influence_tables(out):
         assert (out / f"{fig}.png").is_file()
 
 
-@pytest.mark.parametrize("params, expected", [
-    (dict(length=10000), "length=10000 tokens is more than"),
-    (dict(models=["/no/such/model"]), "no model folder at /no/such/model"),
-])
-def test_bad_parameters_stop_the_first_cell(tmp_path, params, expected):
+def test_a_length_the_model_cannot_take_stops_the_first_cell(tmp_path):
     with pytest.raises(NotebookFailed) as err:
-        execute(NAME, tmp_path, **params)
+        execute(NAME, tmp_path, length=10000)
     assert "first cell after the parameters" in str(err.value)
-    assert expected in str(err.value)
+    assert "length=10000 tokens is more than" in str(err.value)
+
+
+def test_a_missing_model_folder_is_refused_before_a_kernel_starts(tmp_path):
+    with pytest.raises(BookError) as err:
+        execute(NAME, tmp_path, models=["/no/such/model"])
+    assert not isinstance(err.value, NotebookFailed)
+    assert "no model folder at /no/such/model" in str(err.value)

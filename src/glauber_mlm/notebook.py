@@ -3,16 +3,21 @@
 A notebook declares `PROFILES = {"smoke": {...}, "cpu": {...}, "paper": {...}}` and calls
 `run = Run("02_high_temperature_mixing", profile, PROFILES, output_dir, model=model, ...)`:
 every keyword that is not None overrides the profile. Tables go to CSV, figures to PNG, and
-`run.finish()` writes provenance.json (model, profile, parameters, device, versions, commit, wall time).
+`run.finish()` writes provenance.json (model, profile, parameters, device, the chains' forward dtype,
+machine and CPU class, versions, commit, wall time, and the run id that ties it to its executed page).
+`run.upstream_table(NAME, TABLE)` reads another notebook's published table only when its provenance
+matches this run's model and profile.
 """
 from __future__ import annotations
 
 import json
 import math
 import numbers
+import os
 import platform
 import subprocess
 import time
+import uuid
 from importlib.metadata import version
 from pathlib import Path
 
@@ -29,10 +34,25 @@ def git_commit() -> str:
         return "unknown"
 
 
+def cpu_name() -> str:
+    """The CPU's model name (from /proc/cpuinfo where there is one)."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
 def machine() -> str:
+    """'NVIDIA H200 (CUDA)' or 'AMD EPYC (no native bf16), 2 CPU threads': where the chains ran, and its class."""
+    from .hf import fast_bf16
+
     if torch.cuda.is_available():
         return f"{torch.cuda.get_device_name(0)} (CUDA)"
-    return f"{platform.processor() or platform.machine()}, {torch.get_num_threads()} CPU threads"
+    bf16 = "native bf16" if fast_bf16(torch.device("cpu")) else "no native bf16"
+    return f"{cpu_name()} ({bf16}), {torch.get_num_threads()} CPU threads"
 
 
 def _finite_positive(v) -> bool:
@@ -53,6 +73,8 @@ class Run:
         self.out = Path(output_dir or Path("results") / name)
         self.out.mkdir(parents=True, exist_ok=True)
         self.device = self.params.get("device") or ("cuda" if torch.cuda.is_available() else "cpu")
+        # `glauber-mlm run/book` passes the id it stamps on the executed page; an interactive run makes its own
+        self.run_id = os.environ.get("GLAUBER_MLM_RUN_ID") or uuid.uuid4().hex[:16]
         self.started = time.time()
         torch.manual_seed(self.params.get("seed", 0))
 
@@ -81,10 +103,16 @@ class Run:
             raise ValueError(f"{key} must be a list of at least {at_least} finite temperatures > 0, got {v!r}.")
         return [float(t) for t in v]
 
+    def forward_dtype(self) -> str:
+        """The chains' forward dtype under `load_mlm`'s default: bfloat16 where the device runs it natively, else float32."""
+        from .hf import fast_bf16
+
+        return "bfloat16" if fast_bf16(torch.device(self.device)) else "float32"
+
     def provenance(self) -> dict:
         return {
             "notebook": self.name, "profile": self.profile, "parameters": self.params, "device": self.device,
-            "machine": machine(), "commit": git_commit(), "wall_time_s": round(time.time() - self.started, 1),
+            "forward_dtype": self.forward_dtype(), "machine": machine(), "run_id": self.run_id, "commit": git_commit(), "wall_time_s": round(time.time() - self.started, 1),
             "versions": {p: version(p) for p in ("glauber-mlm", "torch", "transformers", "numpy")},
             "python": platform.python_version(),
         }
@@ -93,6 +121,32 @@ class Run:
         """Print the provenance so that every executed notebook says what produced it."""
         for key, value in self.provenance().items():
             print(f"{key:>12}: {value}")
+
+    def upstream_table(self, notebook: str, table: str):
+        """(DataFrame, source) for `notebook`'s published `table`, or (None, why not) when it must not be used.
+
+        It is used only when the other notebook's provenance is complete and names the same profile, model and
+        forward dtype as this run: a smoke table never feeds a cpu page, nor one model's table another's.
+        The published results folder is `$GLAUBER_MLM_RESULTS` (set by `glauber-mlm run/book`), else this run's parent.
+        """
+        import pandas as pd
+
+        results = Path(os.environ.get("GLAUBER_MLM_RESULTS") or self.out.resolve().parent)
+        folder = results / notebook
+        path, prov_path = folder / f"{table}.csv", folder / "provenance.json"
+        if not path.is_file() or not prov_path.is_file():
+            return None, f"{notebook} has no published {table}.csv with its provenance"
+        try:
+            prov = json.loads(prov_path.read_text())
+        except ValueError:
+            return None, f"{notebook}'s provenance.json is not valid JSON"
+        mine = {"profile": self.profile, "model": self.params.get("model"), "forward dtype": self.forward_dtype()}
+        theirs = {"profile": prov.get("profile"), "model": prov.get("parameters", {}).get("model"),
+                  "forward dtype": prov.get("forward_dtype")}
+        differ = [f"{k} {theirs[k]!r} ≠ {mine[k]!r}" for k in mine if theirs[k] != mine[k]]
+        if differ:
+            return None, f"{notebook}'s published run differs from this one ({', '.join(differ)})"
+        return pd.read_csv(path), f"{notebook}/{table}.csv, run {prov.get('run_id', '?')}"
 
     def save_table(self, df, name: str):
         df.to_csv(self.out / f"{name}.csv", index=False)

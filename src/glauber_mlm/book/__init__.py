@@ -1,0 +1,43 @@
+"""`glauber-mlm run` and `glauber-mlm book`: execute notebooks with papermill into the Jupyter Book, then build it.
+
+    glauber-mlm run NAME [--profile P] [--model M] [-p KEY VALUE ...] [--root DIR]
+    glauber-mlm book [--profile cpu] [--model M] [--only NAME ...] [--no-execute] [--root DIR]
+
+`run` converts `notebooks/NAME.py` (Jupytext percent format) to a notebook and executes it with
+papermill into `<root>/book/notebooks/NAME.ipynb`; the notebook's tables, figures and
+provenance.json go to `<root>/book/notebooks/NAME/` (its `output_dir` parameter). `-p` values are
+read as YAML, like papermill's `-y`, so `-p temperatures "[1.0, 2.0]"` passes a list.
+
+`book` runs every notebook (sorted, or those named by `--only`), writes the execution-statistics
+page `book/execution.md` from each notebook's provenance.json, and builds the book with
+`jupyter-book build <root> -W --keep-going` (a warning fails the build). The table of contents
+that is built is `_toc.yml` less the pages that do not exist (notebooks not executed yet), plus
+any executed notebook `_toc.yml` does not list; it is written to `_build/toc.yml`, and what it
+leaves out or adds is printed.
+Before any kernel starts, every notebook's parameters are checked against its source (profile, names,
+types and signs, model folders). Each notebook executes in `<root>/_build/staging/NAME/` and replaces
+its published notebook and results only when it finished; a notebook that fails (or a Ctrl-C, or a
+kill) leaves its previous page and results byte-identical, and the build refuses an executed notebook
+that is not a complete run. A failed notebook does not stop the others; the command then exits 1.
+
+Each notebook's kernel runs in its staging folder and gets `output_dir` relative to it; a `--model`
+that names a local folder is made absolute first.
+
+The package: `parameters` (sources, profiles, checks before a kernel), `execute` (one notebook through
+papermill), `publish` (staging, the atomic swap, the completeness check), `site` (toc, execution page,
+build), `command` (the two commands).
+
+`--root DIR` executes and builds somewhere else than the repository (the tests use a temporary
+folder): `_config.yml`, `_toc.yml`, the prose pages `book/*.md` and the model card are copied
+there first. The notebooks are always read from the repository's `notebooks/` (or `--notebooks DIR`).
+"""
+from __future__ import annotations
+
+from .command import main
+from .errors import BookError, NotebookFailed
+from .execute import run_notebook
+from .parameters import NOTEBOOKS, REPO, known_notebooks, notebook_source, parse_value, resolve_parameters
+from .site import build_book, effective_toc, prepare_root, write_execution_page
+
+__all__ = ["BookError", "NOTEBOOKS", "NotebookFailed", "REPO", "build_book", "effective_toc", "known_notebooks", "main",
+           "notebook_source", "parse_value", "prepare_root", "resolve_parameters", "run_notebook", "write_execution_page"]

@@ -1,0 +1,124 @@
+"""`glauber-mlm run` and `glauber-mlm book`: the command line over `execute` and `site`.
+
+Every notebook's parameters are checked before any kernel starts; each notebook executes in
+`<root>/_build/staging/NAME/` and is published only when it finished (see `publish`).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from .errors import BookError
+from .execute import run_notebook
+from .parameters import NOTEBOOKS, REPO, known_notebooks, notebook_source, parse_value, resolve_parameters
+from .site import build_book, prepare_root, write_execution_page
+
+
+def staging_dir(root: Path) -> Path:
+    """Where attempts execute before they are published (a failed attempt stays here, with its traceback)."""
+    return Path(root) / "_build" / "staging"
+
+
+def default_root() -> Path:
+    cwd = Path.cwd()
+    return cwd if (cwd / "_config.yml").exists() and (cwd / "notebooks").is_dir() else REPO
+
+
+def _parser(command: str) -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog=f"glauber-mlm {command}")
+    if command == "run":
+        p.description = "Execute one notebook with papermill into <root>/book/notebooks/NAME.ipynb."
+        p.add_argument("name", help="notebook name, e.g. 02_high_temperature_mixing")
+        p.add_argument("-p", "--parameter", nargs=2, action="append", default=[], metavar=("KEY", "VALUE"),
+                       help="a notebook parameter; VALUE is read as YAML (numbers, lists, null)")
+        p.add_argument("--log-output", action="store_true", help="also stream the notebook's printed output")
+    else:
+        p.description = "Execute the notebooks for a profile and build the Jupyter Book (warnings are errors)."
+        p.add_argument("--only", nargs="+", metavar="NAME", help="execute only these notebooks (others already executed stay in the book)")
+        p.add_argument("--no-execute", action="store_true", help="build from the notebooks already executed")
+    p.add_argument("--profile", default="cpu" if command == "book" else None,
+                   help="smoke (tests) | cpu (embedded model, offline) | paper (GPU, hub models)" + (" [cpu]" if command == "book" else " [the notebook's default]"))
+    p.add_argument("--model", help="a hub name or local folder for every notebook (default: the profile's model)")
+    p.add_argument("--root", type=Path, help="where book/notebooks and _build go [the repository]")
+    p.add_argument("--notebooks", type=Path, default=None, help=f"where the notebooks' .py files are [{NOTEBOOKS}]")
+    return p
+
+
+def _common_parameters(args) -> dict:
+    params = {}
+    if args.profile is not None:
+        params["profile"] = args.profile
+    if args.model is not None:
+        params["model"] = args.model
+    return params
+
+
+def _run(args) -> int:
+    root = prepare_root(args.root or default_root())
+    nb_dir = args.notebooks or NOTEBOOKS
+    name = notebook_source(args.name, nb_dir).stem
+    params = _common_parameters(args)
+    for key, value in args.parameter:
+        params[key] = parse_value(value)
+    out_nb = root / "book" / "notebooks" / f"{name}.ipynb"
+    started = time.time()
+    run_notebook(name, out_nb, out_nb.with_suffix(""), params, notebooks_dir=nb_dir, staging=staging_dir(root),
+                 log_output=args.log_output)
+    print(f"{name}: executed in {time.time() - started:.0f} s -> {out_nb}\n  tables and figures: {out_nb.with_suffix('')}")
+    return 0
+
+
+def _book(args) -> int:
+    root = prepare_root(args.root or default_root())
+    nb_dir = args.notebooks or NOTEBOOKS
+    names = [notebook_source(n, nb_dir).stem for n in args.only] if args.only else known_notebooks(nb_dir)
+    failures: list[str] = []
+    started = time.time()
+    if not args.no_execute:
+        if not names:
+            print(f"no notebooks in {nb_dir}: building the prose pages only")
+        params = _common_parameters(args)
+        for name in names:  # every notebook's parameters, before the first kernel starts
+            resolve_parameters(notebook_source(name, nb_dir), params)
+        for k, name in enumerate(names, 1):
+            print(f"[{k}/{len(names)}] {name} (profile {args.profile}{', model ' + args.model if args.model else ''})", flush=True)
+            out_nb = root / "book" / "notebooks" / f"{name}.ipynb"
+            t0 = time.time()
+            try:
+                run_notebook(name, out_nb, out_nb.with_suffix(""), params, notebooks_dir=nb_dir, staging=staging_dir(root))
+                print(f"[{k}/{len(names)}] {name}: {time.time() - t0:.0f} s", flush=True)
+            except BookError as err:
+                print(f"error: {err}", file=sys.stderr, flush=True)
+                failures.append(name)
+    page = write_execution_page(root)
+    print(f"wrote {page}")
+    try:
+        html = build_book(root)
+    except BookError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    print(f"\nbook built in {time.time() - started:.0f} s: {html}")
+    if failures:
+        print(f"error: {len(failures)} notebook(s) failed: {', '.join(failures)} (their previous pages are kept; the failed attempts are in {staging_dir(root)})", file=sys.stderr)
+        return 1
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] not in ("run", "book"):
+        print("usage: glauber-mlm run NAME [options] | glauber-mlm book [options]", file=sys.stderr)
+        return 2
+    command = argv[0]
+    args = _parser(command).parse_args(argv[1:])
+    try:
+        return _run(args) if command == "run" else _book(args)
+    except BookError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,214 @@
+"""Execute one notebook: jupytext → papermill in a staging folder → publish only a finished run.
+
+`run_notebook` checks the parameters against the notebook's source (`parameters.resolve_parameters`)
+before a kernel starts, executes into `<staging>/NAME/`, and publishes the executed notebook and its
+results folder (`publish.publish`) only when every cell ran and `run.finish()` wrote this run's
+provenance. A failure at any point — a cell that raises, Ctrl-C, a killed kernel or process — leaves
+the previously published notebook and results byte-identical; the failed attempt stays in staging.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+from . import publish as pub
+from .errors import NotebookFailed
+from .parameters import NOTEBOOKS, notebook_source, resolve_parameters
+
+KERNEL = "python3"
+
+
+def ensure_kernel(name: str = KERNEL) -> None:
+    """Make sure a Jupyter kernel `name` exists; install this interpreter's ipykernel under sys.prefix if not."""
+    from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
+
+    try:
+        KernelSpecManager().get_kernel_spec(name)
+    except NoSuchKernel:
+        from ipykernel.kernelspec import install
+
+        install(prefix=sys.prefix, kernel_name=name)
+
+
+@contextlib.contextmanager
+def _kernel_environment(run_id: str, results: Path):
+    """Environment of the kernels started inside, so that the pages show the notebooks' own output.
+
+    - tqdm's 'IProgress not found' warning is silenced: without ipywidgets, `tqdm.auto` in a kernel
+      falls back to the text bar, which is what the book should show anyway (widget outputs would
+      need JavaScript from the network to render);
+    - Hugging Face's own bars ('Loading weights', downloads) are off unless HF_HUB_DISABLE_PROGRESS_BARS
+      is set: they say nothing about the result;
+    - the run id (written to provenance.json) and the published results folder (where a notebook reads
+      another notebook's tables) are passed on.
+    """
+    saved = {k: os.environ.get(k) for k in ("PYTHONWARNINGS", "HF_HUB_DISABLE_PROGRESS_BARS", pub.RUN_ID, pub.RESULTS)}
+    os.environ[pub.RUN_ID], os.environ[pub.RESULTS] = run_id, str(results)
+    os.environ["PYTHONWARNINGS"] = ",".join(filter(None, [saved["PYTHONWARNINGS"], "ignore:IProgress not found"]))
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+def _to_ipynb(src: Path, dest: Path):
+    import jupytext
+    import nbformat
+
+    nb = jupytext.read(src)
+    nb.metadata["kernelspec"] = {"display_name": "Python 3", "language": "python", "name": KERNEL}
+    nb.metadata.setdefault("language_info", {"name": "python"})
+    nbformat.write(nb, dest)
+    return nb
+
+
+def _describe_failure(name: str, nb_path: Path, err: Exception) -> str:
+    """'NAME failed in its first cell after the parameters (cell 4): ValueError: ...' from the executed notebook."""
+    ename = getattr(err, "ename", type(err).__name__)
+    evalue = getattr(err, "evalue", str(err))
+    where = ""
+    try:
+        import nbformat
+
+        nb = nbformat.read(nb_path, as_version=4)
+        code = [c for c in nb.cells if c.cell_type == "code"]
+        failed = [c for c in code if any(o.get("output_type") == "error" for o in c.get("outputs", []))]
+        if failed:
+            cell = failed[0]
+            tags = lambda c: c.get("metadata", {}).get("tags", [])  # noqa: E731
+            after = [c for c in code if "parameters" not in tags(c) and "injected-parameters" not in tags(c)]
+            k = after.index(cell) + 1 if cell in after else None
+            position = "first cell after the parameters" if k == 1 else (f"code cell {k} after the parameters" if k else "parameters cell")
+            where = f" in its {position} (notebook cell {nb.cells.index(cell) + 1})"
+    except Exception:  # the message is still useful without the cell
+        pass
+    return (f"{name} failed{where}: {ename}: {evalue}\n  the failed attempt, with the traceback: {nb_path}\n"
+            "  the published notebook and results are unchanged")
+
+
+def run_notebook(
+    name: str,
+    out_notebook: Path,
+    output_dir: Path,
+    parameters: dict | None = None,
+    *,
+    notebooks_dir: Path = NOTEBOOKS,
+    staging: Path | None = None,
+    progress: bool = True,
+    log_output: bool = False,
+) -> Path:
+    """Jupytext `notebooks_dir/NAME.py` → papermill → `out_notebook` and `output_dir`, published only when complete.
+
+    The parameters are checked first (names, profile, types and signs, model folders): a BookError
+    names the problem before any kernel starts. The kernel runs in `<staging>/NAME/` (default: a new
+    folder in the system's temporary directory) with `output_dir` given relative to it, so the page shows
+    `output_dir = "NAME"`. Raises `NotebookFailed` (cell and error in the message, `.notebook` = the
+    failed attempt in staging) when a cell raises or the kernel dies; the published pair is then untouched.
+    """
+    import papermill as pm
+    from papermill.exceptions import PapermillExecutionError
+
+    src = notebook_source(name, notebooks_dir)
+    name = src.stem
+    out_notebook, output_dir = Path(out_notebook).resolve(), Path(output_dir).resolve()
+    params = {k: _absolute_paths(v) if k in ("model", "models", "embedder") else v for k, v in (parameters or {}).items()}
+    params = resolve_parameters(src, params)
+    if staging is None:  # a fresh folder per call: concurrent runs of one notebook never share an attempt
+        attempt = Path(tempfile.mkdtemp(prefix=f"glauber-mlm-{name}-"))
+    else:
+        attempt = Path(staging).resolve() / name
+        if attempt.exists():
+            shutil.rmtree(attempt)
+        attempt.mkdir(parents=True)
+    staged_nb, staged_dir = attempt / f"{name}.ipynb", attempt / output_dir.name
+    params["output_dir"] = output_dir.name
+    run_id = pub.new_run_id()
+    ensure_kernel()
+    ipynb = attempt / f"{name}.source.ipynb"
+    _to_ipynb(src, ipynb)
+    try:
+        with _kernel_environment(run_id, output_dir.parent):
+            pm.execute_notebook(
+                str(ipynb), str(staged_nb), parameters=params, kernel_name=KERNEL,
+                progress_bar=progress, log_output=log_output, cwd=str(attempt),
+            )
+    except PapermillExecutionError as err:
+        tidy_streams(staged_nb)
+        raise NotebookFailed(_describe_failure(name, staged_nb, err), staged_nb) from None
+    except Exception as err:  # kernel died, timeout, ...
+        raise NotebookFailed(f"{name} could not be executed: {type(err).__name__}: {err}\n"
+                             f"  the failed attempt is in {attempt}; the published results are unchanged", staged_nb) from None
+    ipynb.unlink()
+    tidy_streams(staged_nb)
+    _stamp(staged_nb, run_id)
+    found = pub.problems(staged_nb)
+    if found:
+        raise NotebookFailed(f"{name} finished without a complete run ({'; '.join(found)}); nothing was published.\n"
+                             f"  the attempt is in {attempt}", staged_nb)
+    pub.publish(staged_nb, staged_dir, out_notebook, output_dir)
+    shutil.rmtree(attempt)
+    return out_notebook
+
+
+def _stamp(notebook: Path, run_id: str) -> None:
+    """Write the run id into the executed notebook's metadata (it ties the page to its provenance.json)."""
+    import nbformat
+
+    nb = nbformat.read(notebook, as_version=4)
+    nb.metadata["glauber_mlm"] = {"run_id": run_id}
+    nbformat.write(nb, notebook)
+
+
+def _absolute_paths(value):
+    """A model given as a folder relative to where the command runs still names it in the kernel (which runs elsewhere)."""
+    if isinstance(value, list):
+        return [_absolute_paths(v) for v in value]
+    if isinstance(value, str) and value and Path(value).expanduser().exists():
+        return str(Path(value).expanduser().resolve())
+    return value
+
+
+def _collapse_carriage_returns(text: str) -> str:
+    """What a terminal shows: on each line, only the text after its last carriage return (tqdm redraws)."""
+    lines = text.replace("\r\n", "\n").split("\n")
+    return "\n".join(next((seg for seg in reversed(line.split("\r")) if seg), "") for line in lines)
+
+
+def tidy_streams(path: Path) -> None:
+    """Merge consecutive stdout/stderr outputs of each cell and keep only the last redraw of progress bars."""
+    import nbformat
+
+    path = Path(path)
+    if not path.exists():
+        return
+    nb = nbformat.read(path, as_version=4)
+    changed = False
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        outputs = []
+        for out in cell.get("outputs", []):
+            prev = outputs[-1] if outputs else None
+            if out.get("output_type") == "stream" and prev is not None and prev.get("output_type") == "stream" and prev.get("name") == out.get("name"):
+                prev["text"] += out["text"]
+                changed = True
+            else:
+                outputs.append(out)
+        for out in outputs:
+            if out.get("output_type") == "stream" and "\r" in out["text"]:
+                out["text"] = _collapse_carriage_returns(out["text"])
+                changed = True
+        cell.outputs = outputs
+    if changed:
+        nbformat.write(nb, path)
+
+

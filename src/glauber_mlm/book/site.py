@@ -1,0 +1,241 @@
+"""The book folder: prose pages copied in, the effective table of contents, the execution page, the build."""
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+from .errors import BookError
+from .parameters import REPO
+from .publish import check_published, problems
+
+MODEL_CARD = Path("data") / "models" / "minilm-mlm" / "README.md"
+GENERATED_PAGES = {"execution.md"}
+
+
+def prepare_root(root: Path) -> Path:
+    """Copy the book's config, toc, prose pages (with their images) and the model card into `root`.
+
+    They are refreshed on every call (a build folder holds no edits of its own); a model card missing
+    from the repository becomes a one-line placeholder in `root`. Nothing is copied when `root` is
+    the repository itself.
+    """
+    root = Path(root).resolve()
+    root.mkdir(parents=True, exist_ok=True)
+    if root == REPO:
+        return root
+    for fname in ("_config.yml", "_toc.yml"):
+        shutil.copy2(REPO / fname, root / fname)
+    (root / "book").mkdir(exist_ok=True)
+    for page in sorted((REPO / "book").iterdir()):  # prose pages and the figures they show
+        if page.is_file() and page.name not in GENERATED_PAGES and not page.name.startswith("."):
+            shutil.copy2(page, root / "book" / page.name)
+    card = root / MODEL_CARD
+    card.parent.mkdir(parents=True, exist_ok=True)
+    if (REPO / MODEL_CARD).exists():
+        shutil.copy2(REPO / MODEL_CARD, card)
+    elif not card.exists():  # the model (and its card) is not in this checkout yet
+        card.write_text("# minilm-mlm\n\nThe embedded model's card is not in this checkout yet "
+                        f"(`{MODEL_CARD.as_posix()}`).\n")
+    return root
+
+
+def _page_exists(root: Path, docname: str) -> bool:
+    base = root / docname
+    return any(base.with_name(base.name + ext).exists() for ext in ("", ".md", ".ipynb", ".rst"))
+
+
+def effective_toc(root: Path) -> tuple[dict, list[str], list[str]]:
+    """`_toc.yml` less entries whose page does not exist, plus executed notebooks it does not list.
+
+    Returns (toc, dropped entries, added notebooks)."""
+    toc = yaml.safe_load((root / "_toc.yml").read_text())
+    dropped: list[str] = []
+    listed: set[str] = set()
+
+    def keep(entry) -> bool:
+        if isinstance(entry, dict) and "file" in entry:
+            listed.add(entry["file"])
+            if not _page_exists(root, entry["file"]):
+                dropped.append(entry["file"])
+                return False
+        if isinstance(entry, dict):
+            for key in ("parts", "chapters", "sections"):
+                if key in entry:
+                    entry[key] = [e for e in entry[key] if keep(e)]
+                    if not entry[key]:
+                        del entry[key]
+            if "caption" in entry and not any(k in entry for k in ("parts", "chapters", "sections", "file")):
+                return False
+        return True
+
+    keep(toc)
+    if not _page_exists(root, toc["root"]):
+        raise BookError(f"the book's root page {toc['root']} is missing in {root}.")
+    executed = sorted(p.with_suffix("").relative_to(root).as_posix() for p in (root / "book" / "notebooks").glob("*.ipynb"))
+    added = [doc for doc in executed if doc not in listed]
+    if added:
+        parts = toc.setdefault("parts", [])
+        home = next((p for p in parts if any(str(c.get("file", "")).startswith("book/notebooks/") for c in p.get("chapters", []))), None)
+        if home is None:
+            home = {"caption": "Results", "chapters": []}
+            parts.insert(min(1, len(parts)), home)
+        home.setdefault("chapters", []).extend({"file": doc} for doc in added)
+    return toc, dropped, added
+
+
+def _fmt_seconds(s) -> str:
+    if s is None or s == "":
+        return "–"
+    s = float(s)
+    return f"{s:.0f} s" if s < 120 else f"{s / 60:.1f} min"
+
+
+def _code(value) -> str:
+    return "–" if value in (None, "", "–") else f"`{value}`"
+
+
+def _md_cell(value) -> str:
+    return str(value).replace("|", "\\|").replace("\n", " ")
+
+
+def _model_label(params: dict) -> str:
+    embedded = "embedded minilm-mlm"
+    if "model" in params:
+        return str(params["model"] or embedded)
+    if "models" in params and params["models"]:
+        models = params["models"] if isinstance(params["models"], list) else [params["models"]]
+        return ", ".join(str(m or embedded) for m in models)
+    return "–"
+
+
+def execution_rows(root: Path) -> list[dict]:
+    """One row per executed notebook in `<root>/book/notebooks`: profile, model, device, machine, times, commit."""
+    import nbformat
+
+    rows = []
+    for nb_path in sorted((root / "book" / "notebooks").glob("*.ipynb")):
+        name = nb_path.stem
+        prov_path = nb_path.with_suffix("") / "provenance.json"
+        prov = json.loads(prov_path.read_text()) if prov_path.exists() else {}
+        meta = {}
+        try:
+            meta = nbformat.read(nb_path, as_version=4).metadata.get("papermill", {})
+        except Exception:
+            pass
+        params = prov.get("parameters", {})
+        rows.append({
+            "notebook": name,
+            "status": "ok" if not problems(nb_path) else "incomplete",
+            "profile": prov.get("profile") or meta.get("parameters", {}).get("profile", "–"),
+            "model": _model_label(params or meta.get("parameters", {})),
+            "device": prov.get("device", "–"),
+            "forward_dtype": prov.get("forward_dtype", "–"),
+            "machine": prov.get("machine", "–"),
+            "wall_time_s": prov.get("wall_time_s"),
+            "papermill_s": meta.get("duration"),
+            "commit": prov.get("commit", "–"),
+            "finished": (meta.get("end_time") or "")[:19].replace("T", " "),
+            "versions": prov.get("versions", {}),
+        })
+    return rows
+
+
+def write_execution_page(root: Path) -> Path:
+    """Write `<root>/book/execution.md`: what ran, where, with which profile and model, and how long it took."""
+    rows = execution_rows(root)
+    lines = [
+        "# Execution statistics",
+        "",
+        "This page is written by `glauber-mlm book` after it executes the notebooks: one row per executed",
+        "notebook, read from the `provenance.json` each notebook saves beside its tables. *Notebook time* is",
+        "measured inside the notebook (from its first cell to `run.finish()`); *papermill time* adds the",
+        "kernel start and the imports. The chains' forward dtype is bfloat16 on CPUs with native bf16 (Intel AMX)",
+        "and on GPUs, float32 elsewhere; the two give different numbers, so compare builds of one dtype.",
+        "Rectangle and influence estimates always run in float32.",
+        "",
+    ]
+    if rows:
+        lines += [
+            "## What ran",
+            "",
+            "| notebook | status | profile | model | device | chains' forward dtype | notebook time | papermill time |",
+            "| --- | --- | --- | --- | --- | --- | --- | --- |",
+        ]
+        for r in rows:
+            link = f"[{r['notebook']}](notebooks/{r['notebook']}.ipynb)"
+            cells = [link, r["status"], r["profile"], _code(r["model"]), r["device"], r["forward_dtype"],
+                     _fmt_seconds(r["wall_time_s"]), _fmt_seconds(r["papermill_s"])]
+            lines.append("| " + " | ".join(_md_cell(c) for c in cells) + " |")
+        total = sum(float(r["papermill_s"] or 0) for r in rows)
+        lines += ["", f"Total papermill time: {_fmt_seconds(total)} for {len(rows)} notebook(s)."]
+        lines += [
+            "",
+            "## Where and when",
+            "",
+            "| notebook | machine | commit | finished (UTC) |",
+            "| --- | --- | --- | --- |",
+        ]
+        for r in rows:
+            cells = [r["notebook"], r["machine"], _code(r["commit"]), r["finished"] or "–"]
+            lines.append("| " + " | ".join(_md_cell(c) for c in cells) + " |")
+        versions = next((r["versions"] for r in rows if r["versions"]), {})
+        if versions:
+            lines += ["", "Package versions: " + ", ".join(f"{k} {v}" for k, v in versions.items()) + "."]
+    else:
+        lines += ["No notebook has been executed for this build."]
+    lines += [
+        "",
+        f"The book was built on {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC with Python "
+        f"{platform.python_version()} on {platform.system()} {platform.machine()} with {os.cpu_count()} CPU cores.",
+        "",
+    ]
+    page = root / "book" / "execution.md"
+    page.parent.mkdir(parents=True, exist_ok=True)
+    page.write_text("\n".join(lines))
+    return page
+
+
+def _jupyter_book() -> list[str]:
+    exe = Path(sys.executable).with_name("jupyter-book")
+    if exe.exists():
+        return [str(exe)]
+    found = shutil.which("jupyter-book")
+    if not found:
+        raise BookError("jupyter-book is not installed in this environment (pip install 'jupyter-book>=1.0.4,<2').")
+    return [found]
+
+
+def build_book(root: Path, quiet: bool = False) -> Path:
+    """`jupyter-book build root -W --keep-going` with the effective toc; returns the HTML entry page.
+
+    Refuses (BookError, before building) when an executed notebook is not a complete run (`publish.problems`).
+    """
+    root = Path(root).resolve()
+    check_published(sorted((root / "book" / "notebooks").glob("*.ipynb")))
+    toc, dropped, added = effective_toc(root)
+    for doc in dropped:
+        print(f"toc: skipping {doc} (no such page here{' - notebook not executed' if 'notebooks/' in doc else ''})")
+    for doc in added:
+        print(f"toc: adding {doc} (executed, not listed in _toc.yml)")
+    build = root / "_build"
+    build.mkdir(exist_ok=True)
+    toc_path = build / "toc.yml"
+    toc_path.write_text(yaml.safe_dump(toc, sort_keys=False))
+    cmd = _jupyter_book() + ["build", str(root), "--toc", str(toc_path), "-W", "--keep-going", "--all"]
+    if quiet:
+        cmd.append("-q")
+    print("$ " + " ".join(cmd), flush=True)
+    proc = subprocess.run(cmd, cwd=root)
+    if proc.returncode != 0:
+        raise BookError(f"jupyter-book build failed (exit {proc.returncode}); its warnings are printed above.")
+    return build / "html" / "index.html"
+
+
