@@ -176,7 +176,7 @@ run.save_figure(fig, "rho_distribution")
 #
 # Tempering divides every logit by τ, and the normalisers cancel around the rectangle, so ρ_τ = ρ_1/τ
 # exactly. We check the identity numerically on a subset of rectangles, then show the fraction of rectangles
-# with |ρ_τ| above the float-noise tolerance and above a practical threshold (R off by a factor e^0.1 ≈ 1.1).
+# with |ρ_τ| above the float-noise tolerance and above a practical threshold (R off by a factor $e^{0.1} \approx 1.1$).
 # In exact arithmetic no temperature makes the conditionals compatible; what temperature does is to shrink
 # the size of the violation towards the noise.
 

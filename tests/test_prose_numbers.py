@@ -1,0 +1,44 @@
+"""The text never outruns the numbers: every number in an executed page's prose is produced by one of its cells."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from glauber_mlm import book
+from glauber_mlm.book.prose import numbers_in, unaccounted_numbers
+
+EXECUTED = sorted((book.REPO / "book" / "notebooks").glob("*.ipynb"))
+
+
+def planted(tmp_path: Path, prose: str, printed: str) -> Path:
+    nb = nbformat.v4.new_notebook()
+    code = nbformat.v4.new_code_cell("print(f'{share:.2f}')")
+    code.outputs = [nbformat.v4.new_output("stream", name="stdout", text=printed)]
+    nb.cells = [nbformat.v4.new_markdown_cell(prose), code]
+    path = tmp_path / "planted.ipynb"
+    nbformat.write(nb, path)
+    return path
+
+
+def test_a_hand_typed_result_is_found_and_a_printed_one_is_not(tmp_path):
+    path = planted(tmp_path, "The chains spend 0.86 of their time there, over 3000 steps.", "0.86\n")
+    assert unaccounted_numbers(path) == [(0, "3000")]
+    path = planted(tmp_path, "Time in the region: 0.91 (95 % interval).", "0.86\n")
+    assert unaccounted_numbers(path) == [(0, "0.91")]
+
+
+def test_math_code_labels_and_small_counts_are_not_prose_numbers():
+    text = "(eq-bound)=\nTwo sites, paper Fig 5, $m/\\tau > 10.3$, `steps=3000`, [a](https://x.org/2605.16378)."
+    assert numbers_in(text) == []
+    assert numbers_in("a gap of 1,250 logits and −0.5") == ["1250", "-0.5"]
+
+
+@pytest.mark.parametrize("notebook", EXECUTED, ids=[p.stem for p in EXECUTED])
+def test_every_number_in_the_committed_pages_comes_from_a_cell(notebook):
+    missing = unaccounted_numbers(notebook)
+    cells = json.loads(notebook.read_text())["cells"]
+    detail = [f"cell {k}: {token!r} in “{''.join(cells[k]['source'])[:80]}…”" for k, token in missing]
+    assert not missing, "numbers typed into the prose (print or glue them from the tables instead):\n" + "\n".join(detail)
