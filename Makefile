@@ -2,6 +2,7 @@
 PY      := .venv/bin/python
 PROFILE ?= cpu
 MODEL   ?=
+FORCE   ?=
 
 .PHONY: test book install clean
 
@@ -19,9 +20,10 @@ install: $(PY)
 test: $(PY)
 	$(PY) -m pytest -q
 
-# executes notebooks/*.py with papermill into book/notebooks/, then jupyter-book build -W (see README)
+# executes notebooks/*.py with papermill into book/notebooks/ (only those whose inputs changed; FORCE=1: all),
+# then jupyter-book build -W (see README)
 book: $(PY)
-	.venv/bin/glauber-mlm book --profile $(PROFILE) $(if $(MODEL),--model $(MODEL))
+	.venv/bin/glauber-mlm book --profile $(PROFILE) $(if $(MODEL),--model $(MODEL)) $(if $(FORCE),--force)
 
 clean:
 	rm -rf _build

@@ -1,7 +1,8 @@
 """`glauber-mlm run` and `glauber-mlm book`: the command line over `execute` and `site`.
 
-Every notebook's parameters are checked before any kernel starts; each notebook executes in
-`<root>/_build/staging/NAME/` and is published only when it finished (see `publish`).
+Every notebook's parameters are checked before any kernel starts; `book` re-executes only the notebooks
+whose inputs changed (see `cache`; `--force` re-executes all); each executes in `<root>/_build/staging/NAME/`
+and is published only when it finished (see `publish`).
 """
 from __future__ import annotations
 
@@ -11,8 +12,9 @@ import time
 from pathlib import Path
 
 from .errors import BookError
-from .execute import run_notebook
-from .parameters import NOTEBOOKS, REPO, known_notebooks, notebook_source, parse_value, resolve_parameters
+from . import cache
+from .execute import prepare_parameters, run_notebook
+from .parameters import NOTEBOOKS, REPO, known_notebooks, notebook_source, parse_value
 from .site import build_book, prepare_root, write_execution_page
 
 
@@ -38,6 +40,7 @@ def _parser(command: str) -> argparse.ArgumentParser:
         p.description = "Execute the notebooks for a profile and build the Jupyter Book (warnings are errors)."
         p.add_argument("--only", nargs="+", metavar="NAME", help="execute only these notebooks (others already executed stay in the book)")
         p.add_argument("--no-execute", action="store_true", help="build from the notebooks already executed")
+        p.add_argument("--force", action="store_true", help="re-execute every notebook, even those whose inputs are unchanged")
     p.add_argument("--profile", default="cpu" if command == "book" else None,
                    help="smoke (tests) | cpu (embedded model, offline) | paper (GPU, hub models)" + (" [cpu]" if command == "book" else " [the notebook's default]"))
     p.add_argument("--model", help="a hub name or local folder for every notebook (default: the profile's model)")
@@ -75,24 +78,31 @@ def _book(args) -> int:
     nb_dir = args.notebooks or NOTEBOOKS
     names = [notebook_source(n, nb_dir).stem for n in args.only] if args.only else known_notebooks(nb_dir)
     failures: list[str] = []
+    executed: set[str] = set()
     started = time.time()
     if not args.no_execute:
         if not names:
             print(f"no notebooks in {nb_dir}: building the prose pages only")
-        params = _common_parameters(args)
-        for name in names:  # every notebook's parameters, before the first kernel starts
-            resolve_parameters(notebook_source(name, nb_dir), params)
+        common = _common_parameters(args)
+        # every notebook's parameters are checked before the first kernel starts
+        params = {name: prepare_parameters(notebook_source(name, nb_dir), common) for name in names}
         for k, name in enumerate(names, 1):
-            print(f"[{k}/{len(names)}] {name} (profile {args.profile}{', model ' + args.model if args.model else ''})", flush=True)
             out_nb = root / "book" / "notebooks" / f"{name}.ipynb"
+            why = "--force" if args.force else cache.stale_reason(notebook_source(name, nb_dir), params[name], out_nb)
+            if why is None:
+                print(f"[{k}/{len(names)}] {name}: reused (its inputs are unchanged; --force re-executes it)", flush=True)
+                continue
+            print(f"[{k}/{len(names)}] {name} (profile {args.profile}{', model ' + args.model if args.model else ''}; "
+                  f"executing: {why})", flush=True)
             t0 = time.time()
             try:
-                run_notebook(name, out_nb, out_nb.with_suffix(""), params, notebooks_dir=nb_dir, staging=staging_dir(root))
+                run_notebook(name, out_nb, out_nb.with_suffix(""), common, notebooks_dir=nb_dir, staging=staging_dir(root))
+                executed.add(name)
                 print(f"[{k}/{len(names)}] {name}: {time.time() - t0:.0f} s", flush=True)
             except BookError as err:
                 print(f"error: {err}", file=sys.stderr, flush=True)
                 failures.append(name)
-    page = write_execution_page(root)
+    page = write_execution_page(root, executed)
     print(f"wrote {page}")
     try:
         html = build_book(root)

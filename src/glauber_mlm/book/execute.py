@@ -15,9 +15,10 @@ import sys
 import tempfile
 from pathlib import Path
 
+from . import cache
 from . import publish as pub
 from .errors import NotebookFailed
-from .parameters import NOTEBOOKS, notebook_source, resolve_parameters
+from .parameters import MODEL_KEYS, NOTEBOOKS, notebook_source, resolve_parameters
 
 KERNEL = "python3"
 
@@ -120,8 +121,8 @@ def run_notebook(
     src = notebook_source(name, notebooks_dir)
     name = src.stem
     out_notebook, output_dir = Path(out_notebook).resolve(), Path(output_dir).resolve()
-    params = {k: _absolute_paths(v) if k in ("model", "models", "embedder") else v for k, v in (parameters or {}).items()}
-    params = resolve_parameters(src, params)
+    params = prepare_parameters(src, parameters or {})
+    stamp = {"inputs": cache.inputs(src, params)}
     if staging is None:  # a fresh folder per call: concurrent runs of one notebook never share an attempt
         attempt = Path(tempfile.mkdtemp(prefix=f"glauber-mlm-{name}-"))
     else:
@@ -149,7 +150,7 @@ def run_notebook(
                              f"  the failed attempt is in {attempt}; the published results are unchanged", staged_nb) from None
     ipynb.unlink()
     tidy_streams(staged_nb)
-    _stamp(staged_nb, run_id)
+    _stamp(staged_nb, {**stamp, "run_id": run_id})
     found = pub.problems(staged_nb)
     if found:
         raise NotebookFailed(f"{name} finished without a complete run ({'; '.join(found)}); nothing was published.\n"
@@ -159,12 +160,18 @@ def run_notebook(
     return out_notebook
 
 
-def _stamp(notebook: Path, run_id: str) -> None:
-    """Write the run id into the executed notebook's metadata (it ties the page to its provenance.json)."""
+def prepare_parameters(src: Path, parameters: dict) -> dict:
+    """`parameters` as the kernel gets them: local model folders made absolute, then checked (`resolve_parameters`)."""
+    params = {k: _absolute_paths(v) if k in MODEL_KEYS else v for k, v in parameters.items()}
+    return resolve_parameters(src, params)
+
+
+def _stamp(notebook: Path, stamp: dict) -> None:
+    """Write the run id (it ties the page to its provenance.json) and the cache inputs into the notebook's metadata."""
     import nbformat
 
     nb = nbformat.read(notebook, as_version=4)
-    nb.metadata["glauber_mlm"] = {"run_id": run_id}
+    nb.metadata["glauber_mlm"] = stamp
     nbformat.write(nb, notebook)
 
 

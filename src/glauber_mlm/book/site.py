@@ -148,16 +148,22 @@ def execution_rows(root: Path) -> list[dict]:
     return rows
 
 
-def write_execution_page(root: Path) -> Path:
-    """Write `<root>/book/execution.md`: what ran, where, with which profile and model, and how long it took."""
+def write_execution_page(root: Path, executed: set[str] | None = None) -> Path:
+    """Write `<root>/book/execution.md`: what ran, where, with which profile and model, and how long it took.
+
+    `executed`: the notebooks executed by this build; the others are shown as reused (their commit says from when).
+    """
     rows = execution_rows(root)
+    executed = set(executed or ())
     lines = [
         "# Execution statistics",
         "",
         "This page is written by `glauber-mlm book` after it executes the notebooks: one row per executed",
         "notebook, read from the `provenance.json` each notebook saves beside its tables. *Notebook time* is",
         "measured inside the notebook (from its first cell to `run.finish()`); *papermill time* adds the",
-        "kernel start and the imports. The chains' forward dtype is bfloat16 on CPUs with native bf16 (Intel AMX)",
+        "kernel start and the imports. *This build* says whether the page was executed by the build that wrote",
+        "this page, or reused from an earlier one because none of its inputs changed (`glauber-mlm book --force`",
+        "re-executes all). The chains' forward dtype is bfloat16 on CPUs with native bf16 (Intel AMX)",
         "and on GPUs, float32 elsewhere; the two give different numbers, so compare builds of one dtype.",
         "Rectangle and influence estimates always run in float32.",
         "",
@@ -166,12 +172,13 @@ def write_execution_page(root: Path) -> Path:
         lines += [
             "## What ran",
             "",
-            "| notebook | status | profile | model | device | chains' forward dtype | notebook time | papermill time |",
-            "| --- | --- | --- | --- | --- | --- | --- | --- |",
+            "| notebook | status | this build | profile | model | device | chains' forward dtype | notebook time | papermill time |",
+            "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
         ]
         for r in rows:
             link = f"[{r['notebook']}](notebooks/{r['notebook']}.ipynb)"
-            cells = [link, r["status"], r["profile"], _code(r["model"]), r["device"], r["forward_dtype"],
+            built = "executed" if r["notebook"] in executed else f"reused (commit {r['commit']})"
+            cells = [link, r["status"], built, r["profile"], _code(r["model"]), r["device"], r["forward_dtype"],
                      _fmt_seconds(r["wall_time_s"]), _fmt_seconds(r["papermill_s"])]
             lines.append("| " + " | ".join(_md_cell(c) for c in cells) + " |")
         total = sum(float(r["papermill_s"] or 0) for r in rows)

@@ -1,0 +1,88 @@
+"""The execution cache: re-execute a notebook only when something its results depend on has changed.
+
+The key of a run is the SHA-256 of five inputs, each hashed on its own so that a stale page can say why:
+- `notebook`: the notebook's Jupytext source;
+- `parameters`: the parameters it is run with (profile and overrides, after `resolve_parameters`);
+- `library`: the source of `glauber_mlm` (every module but the `book` commands themselves);
+- `data`: `data/MANIFEST.json`, which holds the checksums of the embedded data and the embedded model;
+- `models`: for each model given as a local folder, its config and weights; a hub name counts as itself.
+`run_notebook` stamps the key into the executed notebook; `glauber-mlm book` reuses a published page whose
+stamp equals the key it would run with, and re-executes the others (all of them with `--force`).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+from .parameters import MODEL_KEYS, REPO
+from .publish import problems
+
+LIBRARY = REPO / "src" / "glauber_mlm"
+MANIFEST = REPO / "data" / "MANIFEST.json"
+
+
+def _sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _tree(files: list[Path], base: Path) -> str:
+    h = hashlib.sha256()
+    for f in sorted(files):
+        h.update(f.relative_to(base).as_posix().encode() + b"\0" + f.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+def library_digest(library: Path | None = None) -> str:
+    """One hash of the library's modules, leaving out the `book` commands (they decide what runs, not what it computes)."""
+    library = library or LIBRARY
+    files = [p for p in library.rglob("*.py") if "book" not in p.relative_to(library).parts and p.name != "cli.py"]
+    return _tree(files, library)
+
+
+def models_digest(params: dict) -> str:
+    """Hash of every local model folder's config and weights named in `params`; hub names and None as themselves."""
+    refs = []
+    for key in MODEL_KEYS:
+        value = params.get(key)
+        refs += value if isinstance(value, list) else [value]
+    h = hashlib.sha256()
+    for ref in refs:
+        folder = Path(ref) if isinstance(ref, str) else None
+        if folder is not None and folder.is_dir():
+            files = [p for p in folder.iterdir() if p.suffix in (".json", ".safetensors", ".txt", ".model")]
+            h.update(_tree(files, folder).encode())
+        else:
+            h.update(json.dumps(ref).encode())
+    return h.hexdigest()
+
+
+def inputs(src: Path, params: dict) -> dict[str, str]:
+    """The hash of each input of a run of notebook `src` with `params` (see the module doc)."""
+    shown = {k: v for k, v in params.items() if k != "output_dir"}
+    return {
+        "notebook": _sha(Path(src).read_bytes()),
+        "parameters": _sha(json.dumps(shown, sort_keys=True, default=str).encode()),
+        "library": library_digest(),
+        "data": _sha(MANIFEST.read_bytes()) if MANIFEST.is_file() else "none",
+        "models": models_digest(params),
+    }
+
+
+def key(parts: dict[str, str]) -> str:
+    return _sha(json.dumps(parts, sort_keys=True).encode())
+
+
+def stale_reason(src: Path, params: dict, published: Path) -> str | None:
+    """Why `published` (an executed notebook) must be re-executed for `src` with `params`; None when it can be reused."""
+    published = Path(published)
+    if not published.is_file():
+        return "not executed yet"
+    found = problems(published)
+    if found:
+        return "; ".join(found)
+    stamp = json.loads(published.read_text()).get("metadata", {}).get("glauber_mlm", {})
+    if "inputs" not in stamp:
+        return "executed before the cache existed"
+    changed = [name for name, digest in inputs(src, params).items() if stamp["inputs"].get(name) != digest]
+    return f"changed: {', '.join(changed)}" if changed else None
