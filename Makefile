@@ -4,7 +4,7 @@ PROFILE ?= cpu
 MODEL   ?=
 FORCE   ?=
 
-.PHONY: test book install clean
+.PHONY: test book verify install clean
 
 $(PY):
 	python3 -m venv .venv
@@ -24,6 +24,10 @@ test: $(PY)
 # then jupyter-book build -W (see README)
 book: $(PY)
 	.venv/bin/glauber-mlm book --profile $(PROFILE) $(if $(MODEL),--model $(MODEL)) $(if $(FORCE),--force)
+
+# re-executes every published notebook in a scratch folder and compares its tables with the committed ones
+verify: $(PY)
+	.venv/bin/glauber-mlm verify
 
 clean:
 	rm -rf _build

@@ -4,6 +4,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from glauber_mlm import book
@@ -114,3 +115,24 @@ def test_book_reuses_unchanged_pages_and_force_re_executes_them(tmp_path, capsys
     assert cli_main(args + ["--force"]) == 0
     assert "executing: --force" in capsys.readouterr().out and page.read_bytes() != before
     assert "| ok | executed |" in (root / "book" / "execution.md").read_text()
+
+
+def test_verify_reproduces_a_seeded_run_and_names_a_tampered_table(tmp_path, capsys):
+    nbs, root = tmp_path / "notebooks", tmp_path / "root"
+    nbs.mkdir()
+    (nbs / "94_d.py").write_text(EXAMPLE.replace('Run("99_example"', 'Run("94_d"'))
+    assert cli_main(["run", "94_d", "--profile", "smoke", "-p", "steps", "30", "--notebooks", str(nbs), "--root", str(root)]) == 0
+    published = root / "book" / "notebooks"
+    before = {p: p.read_bytes() for p in published.rglob("*") if p.is_file()}
+    verify = ["verify", "--notebooks", str(nbs), "--root", str(root), "--scratch", str(tmp_path / "scratch")]
+    assert cli_main(verify) == 0
+    assert "magnetisation.csv: reproduced" in capsys.readouterr().out
+    table = published / "94_d" / "magnetisation.csv"
+    df = pd.read_csv(table)
+    df.loc[0, "magnetisation"] += 0.25
+    df.to_csv(table, index=False)
+    tampered = table.read_text()
+    assert cli_main(verify + ["--scratch", str(tmp_path / "scratch2")]) == 1
+    err = capsys.readouterr().err
+    assert "94_d/magnetisation.csv: magnetisation (1 rows; row 0" in err
+    assert table.read_text() == tampered and all(p.read_bytes() == b for p, b in before.items() if p != table)

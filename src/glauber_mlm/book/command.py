@@ -16,6 +16,7 @@ from . import cache
 from .execute import prepare_parameters, run_notebook
 from .parameters import NOTEBOOKS, REPO, known_notebooks, notebook_source, parse_value
 from .site import build_book, prepare_root, write_execution_page
+from .verify import verify
 
 
 def staging_dir(root: Path) -> Path:
@@ -45,6 +46,18 @@ def _parser(command: str) -> argparse.ArgumentParser:
                    help="smoke (tests) | cpu (embedded model, offline) | paper (GPU, hub models)" + (" [cpu]" if command == "book" else " [the notebook's default]"))
     p.add_argument("--model", help="a hub name or local folder for every notebook (default: the profile's model)")
     p.add_argument("--root", type=Path, help="where book/notebooks and _build go [the repository]")
+    p.add_argument("--notebooks", type=Path, default=None, help=f"where the notebooks' .py files are [{NOTEBOOKS}]")
+    return p
+
+
+def _verify_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="glauber-mlm verify", description=(
+        "Re-execute the published notebooks in a scratch folder with their recorded parameters and compare every table."))
+    p.add_argument("--only", nargs="+", metavar="NAME", help="verify only these notebooks")
+    p.add_argument("--rtol", type=float, default=0.0, help="relative tolerance for numbers [0: exact, same kind of machine]")
+    p.add_argument("--atol", type=float, default=0.0, help="absolute tolerance for numbers [0]")
+    p.add_argument("--scratch", type=Path, help="where the re-execution goes [a new temporary folder]")
+    p.add_argument("--root", type=Path, help="where the published book/notebooks are [the repository]")
     p.add_argument("--notebooks", type=Path, default=None, help=f"where the notebooks' .py files are [{NOTEBOOKS}]")
     return p
 
@@ -116,15 +129,28 @@ def _book(args) -> int:
     return 0
 
 
+def _verify(args) -> int:
+    root = (args.root or default_root()).resolve()
+    differences = verify(root, args.notebooks or NOTEBOOKS, args.only, args.scratch, args.rtol, args.atol)
+    if differences:
+        print(f"error: {len(differences)} table(s) differ from the published ones:\n  " + "\n  ".join(differences), file=sys.stderr)
+        return 1
+    print("every published table was reproduced")
+    return 0
+
+
+COMMANDS = {"run": _run, "book": _book, "verify": _verify}
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if not argv or argv[0] not in ("run", "book"):
-        print("usage: glauber-mlm run NAME [options] | glauber-mlm book [options]", file=sys.stderr)
+    if not argv or argv[0] not in COMMANDS:
+        print("usage: glauber-mlm run NAME [options] | glauber-mlm book [options] | glauber-mlm verify [options]", file=sys.stderr)
         return 2
     command = argv[0]
-    args = _parser(command).parse_args(argv[1:])
+    args = (_verify_parser() if command == "verify" else _parser(command)).parse_args(argv[1:])
     try:
-        return _run(args) if command == "run" else _book(args)
+        return COMMANDS[command](args)
     except BookError as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
