@@ -178,13 +178,19 @@ def test_example_notebook_saves_its_table_and_provenance(example_dir, tmp_path):
     assert (tmp_path / "99_example.ipynb").exists()
 
 
-def test_progress_bars_show_their_last_state_without_widget_warnings(example_dir, tmp_path):
+def test_progress_bars_and_widget_warnings_stay_off_the_page(example_dir, tmp_path):
     execute("99_example", tmp_path, notebooks_dir=example_dir)
     nb = json.loads((tmp_path / "99_example.ipynb").read_text())
     streams = [o for c in nb["cells"] if c["cell_type"] == "code" for o in c.get("outputs", []) if o["output_type"] == "stream"]
     text = "".join("".join(o["text"]) for o in streams)
-    assert "glauber: 100%" in text and "\r" not in text and " 0%" not in text
-    assert "IProgress" not in text
+    assert "glauber: " not in text and "%|" not in text and "IProgress" not in text
+    assert "profile: smoke" in text  # what the cells print stays
+
+
+def test_progress_bar_lines_are_dropped_and_other_stderr_kept():
+    text = "glauber: 100%|██████████| 2000/2000 [00:00<00:00, 3411.52it/s]\n\rBatches: 50%|█| 1/2\rBatches: 100%|██| 2/2 [00:00]\nUserWarning: odd\n"
+    assert book.execute._without_progress_bars(text) == "UserWarning: odd\n"
+    assert book.execute._without_progress_bars("glauber: 100%|█| 3/3 [00:00]\n") == ""
 
 
 def test_collapse_carriage_returns_keeps_the_last_redraw():

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -190,15 +191,27 @@ def _collapse_carriage_returns(text: str) -> str:
     return "\n".join(next((seg for seg in reversed(line.split("\r")) if seg), "") for line in lines)
 
 
+_PROGRESS_BAR = re.compile(r"^.*\d+%\|.*\|.*$")  # tqdm: "glauber: 100%|█████| 2000/2000 [00:01<00:00, ...]"
+
+
+def _without_progress_bars(text: str) -> str:
+    """The lines of a terminal's text that are not tqdm progress bars (blank lines they leave behind dropped too)."""
+    kept = [line for line in _collapse_carriage_returns(text).split("\n") if line.strip() and not _PROGRESS_BAR.match(line)]
+    return "\n".join(kept) + ("\n" if kept else "")
+
+
 def tidy_streams(path: Path) -> None:
-    """Merge consecutive stdout/stderr outputs of each cell and keep only the last redraw of progress bars."""
+    """Merge consecutive stdout/stderr outputs of each cell and drop progress bars from them.
+
+    A page shows results, not how long a loop took on the build machine (the execution page gives times);
+    whatever else a cell wrote to stderr, a warning say, stays visible.
+    """
     import nbformat
 
     path = Path(path)
     if not path.exists():
         return
     nb = nbformat.read(path, as_version=4)
-    changed = False
     for cell in nb.cells:
         if cell.cell_type != "code":
             continue
@@ -207,15 +220,10 @@ def tidy_streams(path: Path) -> None:
             prev = outputs[-1] if outputs else None
             if out.get("output_type") == "stream" and prev is not None and prev.get("output_type") == "stream" and prev.get("name") == out.get("name"):
                 prev["text"] += out["text"]
-                changed = True
             else:
                 outputs.append(out)
         for out in outputs:
-            if out.get("output_type") == "stream" and "\r" in out["text"]:
-                out["text"] = _collapse_carriage_returns(out["text"])
-                changed = True
-        cell.outputs = outputs
-    if changed:
-        nbformat.write(nb, path)
-
-
+            if out.get("output_type") == "stream":
+                out["text"] = _without_progress_bars(out["text"])
+        cell.outputs = [o for o in outputs if o.get("output_type") != "stream" or o["text"]]
+    nbformat.write(nb, path)

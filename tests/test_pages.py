@@ -1,4 +1,5 @@
-"""The text never outruns the numbers: every number in an executed page's prose is produced by one of its cells."""
+"""What a reader sees on an executed page: every number in its prose produced by one of its cells, and no
+progress bars or stderr blocks (warnings are dealt with in the notebook, not shown to the reader)."""
 from __future__ import annotations
 
 import json
@@ -42,3 +43,11 @@ def test_every_number_in_the_committed_pages_comes_from_a_cell(notebook):
     cells = json.loads(notebook.read_text())["cells"]
     detail = [f"cell {k}: {token!r} in “{''.join(cells[k]['source'])[:80]}…”" for k, token in missing]
     assert not missing, "numbers typed into the prose (print or glue them from the tables instead):\n" + "\n".join(detail)
+
+
+@pytest.mark.parametrize("notebook", EXECUTED, ids=[p.stem for p in EXECUTED])
+def test_no_progress_bar_or_stderr_block_reaches_a_committed_page(notebook):
+    cells = json.loads(notebook.read_text())["cells"]
+    blocks = [(k, "".join(o.get("text", ""))[:80]) for k, c in enumerate(cells) if c["cell_type"] == "code"
+              for o in c.get("outputs", []) if o["output_type"] == "stream" and o["name"] == "stderr"]
+    assert not blocks, f"stderr output on the page: {blocks}"
