@@ -165,3 +165,44 @@ def test_cli_no_fetch(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
     assert (tmp_path / "o" / "MANIFEST.json").exists()
     assert data.main(["build-data", "--cache", str(tmp_path / "nowhere"), "--out", str(tmp_path / "o2"),
                       "--no-fetch"]) == 1
+
+
+def _copy_data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """data/MANIFEST.json and data/passages.jsonl copied under tmp_path, which the loaders then read."""
+    import shutil
+
+    from glauber_mlm import passages
+
+    for name in ("MANIFEST.json", "passages.jsonl"):
+        shutil.copy(passages.DATA / name, tmp_path / name)
+    monkeypatch.setattr(passages, "DATA", tmp_path)
+    return tmp_path
+
+
+def test_loader_verifies_manifest_checksum(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from glauber_mlm.passages import load_passages
+
+    folder = _copy_data(tmp_path, monkeypatch)
+    assert len(load_passages(limit=3)) == 3
+    with open(folder / "passages.jsonl", "a") as f:
+        f.write('{"id": "x", "text": "an edited row", "topic": null}\n')
+    with pytest.raises(ValueError, match=r"checksum mismatch for .*passages.jsonl"):
+        load_passages()
+    (folder / "MANIFEST.json").unlink()
+    with pytest.raises(FileNotFoundError, match="no MANIFEST.json"):
+        load_passages()
+
+
+def test_loader_names_file_and_line_of_a_parse_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from glauber_mlm.passages import load_passages
+
+    folder = _copy_data(tmp_path, monkeypatch)
+    bad = folder / "passages.jsonl"
+    bad.write_text('{"id": "a", "text": "fine", "topic": null}\n{"id": "b", "text": oops}\n')
+    manifest = json.loads((folder / "MANIFEST.json").read_text())
+    for p in manifest["products"]:
+        if p["file"] == "passages.jsonl":
+            p["sha256"] = data.sha256_file(bad)
+    (folder / "MANIFEST.json").write_text(json.dumps(manifest))
+    with pytest.raises(ValueError, match=r"passages.jsonl, line 2: not valid JSON"):
+        load_passages()

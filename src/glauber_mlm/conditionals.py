@@ -7,6 +7,8 @@ coupling, rectangles and influence are all built on this call.
 """
 from __future__ import annotations
 
+import operator
+from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 import torch
@@ -25,7 +27,9 @@ class ConditionalModel(Protocol):
 
 
 def as_temperatures(temperature: float | torch.Tensor, batch: int, device: torch.device) -> torch.Tensor:
-    """One temperature per row (float32), after checking every τ is finite and > 0."""
+    """One temperature per row (float32), after checking every τ is a finite real number > 0."""
+    if isinstance(temperature, (bool, str)) or (isinstance(temperature, torch.Tensor) and temperature.dtype == torch.bool):
+        raise TypeError(f"temperature must be a positive float or one per chain, got {temperature!r}.")
     tau = torch.as_tensor(temperature, dtype=torch.float32, device=device).flatten()
     if tau.numel() == 0:
         raise ValueError("temperature is empty: pass a positive float or one value per chain.")
@@ -42,8 +46,44 @@ def as_temperatures(temperature: float | torch.Tensor, batch: int, device: torch
     return tau
 
 
+def check_int(name: str, value, minimum: int | None = None, maximum: int | None = None) -> int:
+    """`value` as a Python int; bools, floats (even 5.0), strings and values outside [minimum, maximum] are refused."""
+    if isinstance(value, bool) or (isinstance(value, torch.Tensor) and value.dtype == torch.bool):
+        got = None
+    else:
+        try:
+            got = operator.index(value)
+        except TypeError:
+            got = None
+    if got is None:
+        raise TypeError(f"{name} must be an integer, got {value!r} ({type(value).__name__}): pass a plain int.")
+    if (minimum is not None and got < minimum) or (maximum is not None and got > maximum):
+        bounds = f"in [{minimum}, {maximum}]" if maximum is not None else f"≥ {minimum}"
+        raise ValueError(f"{name} must be an integer {bounds}, got {got}.")
+    return got
+
+
+def check_sites(sites, batch: int, n: int, name: str = "sites") -> torch.Tensor:
+    """One integer site in [0, n) per row, as int64: float, bool and out-of-range sites are refused."""
+    sites = torch.as_tensor(sites)
+    if sites.dtype == torch.bool or sites.is_floating_point() or sites.is_complex():
+        raise TypeError(f"{name} must hold integer positions, got dtype {sites.dtype}.")
+    sites = sites.flatten()
+    if sites.numel() != batch:
+        raise ValueError(f"need one {name} entry per row ({batch}), got {sites.numel()}.")
+    if ((sites < 0) | (sites >= n)).any():
+        raise ValueError(
+            f"{name} must lie in [0, {n}) (positions among the n ordinary tokens, frame excluded), got "
+            f"{sites[(sites < 0) | (sites >= n)].unique()[:5].tolist()}."
+        )
+    return sites.long()
+
+
 def check_states(model: ConditionalModel, states: torch.Tensor) -> torch.Tensor:
-    """Validate a (B, n) batch of token ids against the model before any forward pass."""
+    """Validate a (B, n) batch of token ids against the model before any forward pass.
+
+    Every id must lie in the model's support: a state is the n ordinary tokens only, never the special
+    frame ([CLS] … [SEP], <s> … </s>), a mask, padding or an unused id."""
     states = torch.as_tensor(states)
     if states.ndim != 2:
         raise ValueError(f"states must be a (chains, length) tensor of token ids, got shape {tuple(states.shape)}.")
@@ -59,7 +99,54 @@ def check_states(model: ConditionalModel, states: torch.Tensor) -> torch.Tensor:
         )
     if (states < 0).any() or (states >= model.vocab_size).any():
         raise ValueError(f"token ids must lie in [0, {model.vocab_size}): check the tokenizer matches the model.")
+    support = model.support.to(states.device)
+    if not support.any():
+        raise ValueError("the model's support is empty: no token id may be sampled; check its tokenizer and vocabulary.")
+    off = ~support[states.long()]
+    if off.any():
+        ids = states[off].unique()[:8].tolist()
+        tokenizer = getattr(model, "tokenizer", None)
+        names = f" ({tokenizer.convert_ids_to_tokens(ids)})" if tokenizer is not None else ""
+        raise ValueError(
+            f"states hold ids {ids}{names} outside the model's support: special frame, mask, padding or unused "
+            "tokens. A state is the n ordinary tokens only: encode with add_special_tokens=False "
+            "(MLMAdapter.encode does), or drop a tokenizer's frame with input_ids[:, 1:-1]."
+        )
     return states.to(model.device, torch.int64)
+
+
+def available_memory(device: torch.device) -> int | None:
+    """Bytes free for new tensors: a CUDA device's free memory, else the host's (psutil, or /proc/meminfo
+    MemAvailable); None where neither can be read."""
+    if device.type == "cuda":
+        return torch.cuda.mem_get_info(device)[0]
+    try:
+        import psutil
+    except ImportError:
+        try:
+            for line in Path("/proc/meminfo").read_text().splitlines():
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+        except OSError:
+            pass
+        return None
+    return psutil.virtual_memory().available
+
+
+def check_memory(what: str, host_bytes: int, device_bytes: int, device: torch.device, fix: str) -> None:
+    """Refuse before starting a call whose estimated memory (host: kept results; device: the per-step working
+    set) exceeds what is available now; `fix` says how to make it fit."""
+    on_host = host_bytes + (device_bytes if device.type != "cuda" else 0)
+    needs = [(on_host, torch.device("cpu"), "host")]
+    if device.type == "cuda":
+        needs.append((device_bytes, device, str(device)))
+    for need, dev, where in needs:
+        free = available_memory(dev)
+        if free is not None and need > free:
+            raise MemoryError(
+                f"{what} needs about {need / 2**30:.2f} GiB of {where} memory but {free / 2**30:.2f} GiB is "
+                f"available: {fix}"
+            )
 
 
 def log_conditionals(
@@ -69,7 +156,11 @@ def log_conditionals(
     temperature: torch.Tensor,
     dtype: torch.dtype | None = None,
 ) -> torch.Tensor:
-    """log q_i^τ(v | x_{-i}) = log_softmax(ℓ_i / τ), computed in float32 whatever the forward dtype."""
+    """log q_i^τ(v | x_{-i}) = log_softmax(ℓ_i / τ), computed in float32 whatever the forward dtype.
+
+    `sites` are checked (integers in [0, n), one per row): a site outside the state would put the mask
+    on the frame or on another site without any error from the model."""
+    sites = check_sites(sites, states.shape[0], states.shape[1]).to(states.device)
     logits = model.logits(states, sites, dtype=dtype)
     return torch.log_softmax(logits / temperature.unsqueeze(-1), dim=-1)
 

@@ -11,9 +11,9 @@ from dataclasses import dataclass
 import torch
 from tqdm.auto import tqdm
 
-from .conditionals import ConditionalModel, as_temperatures, check_states, log_conditionals
-from .rng import sample_categorical, uniforms
-from .sampling import chain_seeds, check_scan, choose_sites, default_speculation
+from .conditionals import ConditionalModel, as_temperatures, check_int, check_memory, check_states, log_conditionals
+from .rng import check_probabilities, sample_categorical, uniforms
+from .sampling import chain_seeds, check_scan, check_speculate, choose_sites, default_speculation, working_bytes
 
 BRANCH_STREAM, X_STREAM, Y_STREAM = 2, 3, 4
 
@@ -29,6 +29,8 @@ def maximal_coupling(p: torch.Tensor, q: torch.Tensor, u: torch.Tensor | None = 
     if p.shape != q.shape or p.ndim != 2 or p.shape[0] == 0:
         raise ValueError(f"p and q must be non-empty (B, V) tensors of one shape, got {tuple(p.shape)} and {tuple(q.shape)}.")
     p, q = p.to(torch.float64), q.to(torch.float64)
+    check_probabilities(p)
+    check_probabilities(q)
     p, q = p / p.sum(-1, keepdim=True), q / q.sum(-1, keepdim=True)
     if u is None:
         u = torch.rand(p.shape[0], 3, generator=generator, dtype=torch.float64, device=p.device)
@@ -37,9 +39,13 @@ def maximal_coupling(p: torch.Tensor, q: torch.Tensor, u: torch.Tensor | None = 
     res_p, res_q = p - overlap, q - overlap
     # rounding can leave a residual of ~1e-16 where p == q: treat that as full overlap
     meet = (u[:, 0] < w) | (res_p.sum(-1) <= 1e-12) | (res_q.sum(-1) <= 1e-12)
-    common = sample_categorical(overlap, u[:, 1])
-    x = torch.where(meet, common, sample_categorical(res_p, u[:, 1]))
-    y = torch.where(meet, common, sample_categorical(res_q, u[:, 2]))
+    # each law is drawn only where it is used: the overlap on meeting rows, the residuals on the others
+    x = torch.empty(p.shape[0], dtype=torch.int64, device=p.device)
+    y = torch.empty_like(x)
+    x[meet] = y[meet] = sample_categorical(overlap[meet], u[meet, 1])
+    apart = ~meet
+    x[apart] = sample_categorical(res_p[apart], u[apart, 1])
+    y[apart] = sample_categorical(res_q[apart], u[apart, 2])
     return x, y
 
 
@@ -68,28 +74,29 @@ def coupling_times(
 ) -> CouplingResult:
     """Run coupled Glauber on pairs (x0[p], y0[p]) until they meet or `budget` steps pass.
 
-    Met pairs leave the batch, so late steps cost only the pairs still apart. A pair's draws
-    depend only on its seed (counter-based), never on which other pairs are still running.
+    Met pairs leave the batch, so late steps cost only the pairs still apart. A pair's uniforms
+    depend only on its seed (counter-based), never on which other pairs are still running; on a
+    neural model the batched forward's rounding does (see `sampling` for what is guaranteed).
     `speculate = k > 1` evaluates each pair's next k sites ahead and consumes them up to the first
     step that changes x or y (exact, same coupling times as k = 1; see `glauber`); `forward_rows`
     then counts the discarded rows too. None: `default_speculation(model, 2 · pairs)`.
     """
     check_scan(scan)
+    budget, speculate = check_int("budget", budget, 1), check_speculate(speculate)
     x, y = check_states(model, x0).clone(), check_states(model, y0).clone()
     if x.shape != y.shape:
         raise ValueError(f"x0 and y0 must have one shape (pairs, length), got {tuple(x.shape)} and {tuple(y.shape)}.")
-    if budget < 1:
-        raise ValueError(f"budget must be ≥ 1 step, got {budget}.")
     P, n = x.shape
     tau = as_temperatures(temperature, P, x.device)
     seeds = chain_seeds(seed, P).to(x.device)
+    k = default_speculation(model, 2 * P) if speculate is None else speculate
+    check_memory(f"coupling_times ({P} pairs × {n} tokens)", 4 * P * n * 8, working_bytes(model, 2 * P * k), x.device,
+                 "split the pairs into several calls (a pair's law does not depend on its batch), or "
+                 "pass a smaller speculate.")
     times = torch.full((P,), budget, dtype=torch.int64)
     met = (x == y).all(1).cpu()
     times[met] = 0
     active = torch.nonzero(~met).flatten().to(x.device)
-    if speculate is not None and (int(speculate) != speculate or speculate < 1):
-        raise ValueError(f"speculate must be an integer ≥ 1 (1: no speculation) or None, got {speculate!r}.")
-    k = default_speculation(model, 2 * P) if speculate is None else int(speculate)
     if k > 1:
         return _speculative(model, x, y, budget, tau, seeds, scan, dtype, progress, k, times, met, active)
     forward_rows = 0

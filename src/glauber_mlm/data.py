@@ -420,6 +420,29 @@ def model_files(models: Path) -> list[dict]:
     return rows
 
 
+def verify_product(path: Path) -> None:
+    """Check a data file against the sha256 that ``MANIFEST.json`` beside it (or one folder up) records.
+
+    Refuses a file the manifest does not list, or whose bytes changed since ``build-data`` wrote it."""
+    for root in (path.parent, path.parent.parent):
+        manifest_path = root / "MANIFEST.json"
+        if manifest_path.is_file():
+            break
+    else:
+        raise FileNotFoundError(f"no MANIFEST.json beside {path}: rebuild the data with `glauber-mlm build-data`.")
+    manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    name = path.relative_to(root).as_posix()
+    entries = {e["file"]: e for e in manifest.get("products", []) + manifest.get("models", [])}
+    if name not in entries:
+        raise ValueError(f"{path} is not listed in {manifest_path}: rebuild the data with `glauber-mlm build-data`.")
+    got = sha256_file(path)
+    if got != entries[name]["sha256"]:
+        raise ValueError(
+            f"checksum mismatch for {path}: {manifest_path} records sha256 {entries[name]['sha256']}, the file has "
+            f"{got}. It was edited or damaged: restore it (git checkout -- {name}) or rebuild with `glauber-mlm build-data`."
+        )
+
+
 def refresh_model_checksums(data_dir: Path) -> None:
     """Rewrite the ``models`` entry of ``data_dir/MANIFEST.json`` from the model folders now on disk."""
     path = data_dir / "MANIFEST.json"

@@ -9,15 +9,19 @@ from __future__ import annotations
 
 import copy
 import re
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 
 import torch
 
+from .conditionals import check_int
+
 DEFAULT_MODEL = Path(__file__).resolve().parents[2] / "data" / "models" / "minilm-mlm"
 REBUILD_DEFAULT = "glauber-mlm build-data && glauber-mlm train-model"
 ROBERTA_LIKE = {"roberta", "xlm-roberta", "camembert", "roberta-prelayernorm", "xlm-roberta-xl", "xmod"}
 UNUSED = re.compile(r"^(\[unused\d+\]|<unused\d+>|madeupword\d+)$")
+BUFFER_KEYS = re.compile(r"(^|\.)(position_ids|token_type_ids)$")  # buffers, not weights: never "missing"
 
 
 def default_device() -> torch.device:
@@ -95,6 +99,20 @@ def _site_head(model) -> Callable[[torch.Tensor], torch.Tensor] | None:
     return None
 
 
+def max_tokens(model) -> int:
+    """The most ordinary tokens a state may hold: the position table's size, less the frame (2) and, for families
+    that number positions from `padding_idx + 1` (RoBERTa, MPNet, data2vec-text, Longformer, ESM, …), that offset.
+
+    Read from the model's embeddings, not from a list of families; models without an absolute position
+    table (rotary, relative) use `config.max_position_embeddings`."""
+    embeddings = getattr(model.base_model, "embeddings", None)
+    table = getattr(embeddings, "position_embeddings", None)
+    positions = table.num_embeddings if isinstance(table, torch.nn.Embedding) else model.config.max_position_embeddings
+    padding_idx = getattr(embeddings, "padding_idx", None)
+    offset = padding_idx + 1 if isinstance(padding_idx, int) else 0
+    return positions - offset - 2
+
+
 class MLMAdapter:
     """A masked LM with its tokenizer, exposing `logits(states, sites)` and text ↔ state helpers."""
 
@@ -103,8 +121,12 @@ class MLMAdapter:
         config = model.config
         self.vocab_size = model.get_output_embeddings().weight.shape[0]
         self.support = support_mask(tokenizer, self.vocab_size).to(device)
-        offset = config.pad_token_id + 1 if config.model_type in ROBERTA_LIKE else 0
-        self.max_length = config.max_position_embeddings - offset - 2
+        if not self.support.any():
+            raise ValueError(
+                f"{name}: the support is empty (every id of the {self.vocab_size}-token vocabulary is special, unused "
+                "or beyond the tokenizer): the tokenizer does not belong to this model."
+            )
+        self.max_length = max_tokens(model)
         prefix = tokenizer.cls_token_id if tokenizer.cls_token_id is not None else tokenizer.bos_token_id
         suffix = tokenizer.sep_token_id if tokenizer.sep_token_id is not None else tokenizer.eos_token_id
         if tokenizer.mask_token_id is None or prefix is None or suffix is None:
@@ -122,6 +144,11 @@ class MLMAdapter:
         # batch width below which a forward is latency-bound: `glauber(speculate=None)` fills it with sites
         # evaluated ahead (see sampling.default_speculation); 0 = off (measured: benchmarks/, book/performance.md)
         self.speculation_rows = 256 if device.type == "cuda" else 0
+        # a forward of many rows runs in chunks whose largest activation (the feed-forward layer, or the full
+        # head's logits for families without a site head) stays under this many bytes
+        self.forward_bytes = 1 << 30
+        width = getattr(config, "intermediate_size", None) or 4 * (getattr(config, "hidden_size", None) or 1024)
+        self._token_bytes = 4 * max(width, self.vocab_size if self.head is None else 0)
         self._lowp: dict[tuple[torch.dtype, str, bool], torch.nn.Module] = {}
 
     def weights_for(self, dtype: torch.dtype) -> torch.nn.Module:
@@ -151,8 +178,15 @@ class MLMAdapter:
         self._lowp.clear()
 
     def logits(self, states: torch.Tensor, sites: torch.Tensor, dtype: torch.dtype | None = None) -> torch.Tensor:
-        """ℓ_i(·|x_{-i}) at each row's site, float32 (B, V), −inf off the support."""
+        """ℓ_i(·|x_{-i}) at each row's site, float32 (B, V), −inf off the support.
+
+        Rows go through the model in chunks (`forward_bytes`); the chunks depend only on B and n, so the same
+        batch always gives the same numbers."""
         B = states.shape[0]
+        rows_per_forward = max(1, self.forward_bytes // (self._token_bytes * (states.shape[1] + 2)))
+        if B > rows_per_forward:
+            return torch.cat([self.logits(states[k : k + rows_per_forward], sites[k : k + rows_per_forward], dtype)
+                              for k in range(0, B, rows_per_forward)])
         rows, sites = torch.arange(B, device=self.device), sites.to(self.device)
         ids = torch.cat([
             torch.full((B, 1), self.prefix, device=self.device),
@@ -173,6 +207,9 @@ class MLMAdapter:
 
     def encode(self, texts: list[str], length: int) -> tuple[torch.Tensor, list[int]]:
         """The first `length` tokens of each text with at least that many supported tokens: (states, kept indices)."""
+        if isinstance(texts, str):
+            raise TypeError("texts must be a list of strings, got one string: pass [text].")
+        length = check_int("length", length)
         if length < 1 or length > self.max_length:
             raise ValueError(f"length must lie in [1, {self.max_length}] for {self.name}, got {length}.")
         rows, kept, support = [], [], self.support.cpu()
@@ -232,6 +269,12 @@ def load_mlm(
     Softmax and sampling always run in fp32; rectangle and influence estimates ask for fp32 forwards.
     Low-precision forwards use a cached copy of the Linear weights in that dtype (see `MLMAdapter.weights_for`).
     `attn_implementation`: "sdpa" (default, falls back to the family's default where unsupported) or "eager".
+
+    Refused before any chain runs, with the reason: a CUDA device this machine lacks (before loading weights),
+    a folder without tokenizer files, a checkpoint whose weights do not cover the model (missing layers or MLM
+    head), a tokenizer whose vocabulary does not match the model's, an empty support, and weights whose fp32
+    logits are not finite. A family that cannot run in `dtype` (e.g. DeBERTa-v1 in bf16) falls back to fp32
+    with a warning naming the reason.
     """
     from safetensors import SafetensorError
     from transformers import AutoConfig, AutoModelForMaskedLM, AutoTokenizer
@@ -239,6 +282,11 @@ def load_mlm(
 
     source = _resolve(name_or_path, allow_pickle)
     device = torch.device(device) if device is not None else default_device()
+    if device.type == "cuda" and (device.index or 0) >= torch.cuda.device_count():
+        raise ValueError(
+            f"device {str(device)!r} was asked for, but this machine has {torch.cuda.device_count()} CUDA device(s): "
+            "pass device='cpu', or device=None for the default (cuda where present)."
+        )
     try:
         config = AutoConfig.from_pretrained(source, trust_remote_code=trust_remote_code)
     except OSError as err:
@@ -255,17 +303,66 @@ def load_mlm(
             f"{source!r} has no masked-LM head (model_type={config.model_type!r}, architectures={archs}): "
             "a Glauber chain needs MLM conditionals; pick a *ForMaskedLM checkpoint such as bert-base-uncased."
         )
-    kwargs = dict(dtype=torch.float32, use_safetensors=None if allow_pickle else True, trust_remote_code=trust_remote_code)
+    tokenizer = AutoTokenizer.from_pretrained(source, trust_remote_code=trust_remote_code)
+    files = list(getattr(tokenizer, "vocab_files_names", {}).values())
+    if Path(source).is_dir() and files and not any((Path(source) / f).is_file() for f in files):
+        raise FileNotFoundError(
+            f"{source} holds no tokenizer (none of {files}): without it the tokenizer has only its special tokens. "
+            "Save the model's tokenizer beside the weights: tokenizer.save_pretrained(folder)."
+        )
+    kwargs = dict(dtype=torch.float32, use_safetensors=None if allow_pickle else True, trust_remote_code=trust_remote_code,
+                  output_loading_info=True)
     try:
         try:  # fused scaled-dot-product attention where the family supports it (no padding mask is ever passed)
-            model = AutoModelForMaskedLM.from_pretrained(source, attn_implementation=attn_implementation, **kwargs)
+            model, info = AutoModelForMaskedLM.from_pretrained(source, attn_implementation=attn_implementation, **kwargs)
         except (ValueError, ImportError):
-            model = AutoModelForMaskedLM.from_pretrained(source, **kwargs)
+            model, info = AutoModelForMaskedLM.from_pretrained(source, **kwargs)
     except (SafetensorError, OSError) as err:
         hint = f" Rebuild it with `{REBUILD_DEFAULT}`." if name_or_path is None else ""
         raise OSError(f"could not read the weights of {source!r}: {err}.{hint}") from err
-    tokenizer = AutoTokenizer.from_pretrained(source, trust_remote_code=trust_remote_code)
+    missing = sorted(k for k in info["missing_keys"] if not BUFFER_KEYS.search(k))
+    if missing:
+        raise ValueError(
+            f"{source!r} holds no weights for {len(missing)} parameters of {type(model).__name__} ({missing[:4]}"
+            f"{' …' if len(missing) > 4 else ''}): they would be initialised at random and the conditionals would "
+            "be noise. This is a checkpoint without the MLM head (an encoder saved without it, whose config may lack "
+            "`architectures`) or a truncated file: use a complete *ForMaskedLM checkpoint."
+        )
+    V, T = model.get_output_embeddings().weight.shape[0], len(tokenizer)
+    if T > V or V - T > max(128, V // 100):
+        raise ValueError(
+            f"{source!r}: the tokenizer has {T} tokens but the model's vocabulary has {V} rows: they do not belong "
+            "together (only a model vocabulary padded by ≤ max(128, 1%) rows is accepted). Load the tokenizer saved "
+            "with this model."
+        )
     model.eval().to(device)
     if dtype is None:
         dtype = torch.bfloat16 if fast_bf16(device) else torch.float32
-    return MLMAdapter(model, tokenizer, device, dtype, name=str(name_or_path or DEFAULT_MODEL.name))
+    mlm = MLMAdapter(model, tokenizer, device, dtype, name=str(name_or_path or DEFAULT_MODEL.name))
+    mlm.dtype = _working_dtype(mlm, dtype)
+    return mlm
+
+
+def _working_dtype(mlm: MLMAdapter, dtype: torch.dtype) -> torch.dtype:
+    """`dtype` if one short forward in it gives finite logits on the support; else float32 with a warning
+    (families that cannot run in it, e.g. DeBERTa-v1 in bf16). Refuses weights whose fp32 logits are not finite."""
+    state = torch.nonzero(mlm.support).flatten()[:1].repeat(1, 2)
+    sites = torch.zeros(1, dtype=torch.int64)
+
+    def finite(dt: torch.dtype) -> bool:
+        return bool(torch.isfinite(mlm.logits(state, sites, dtype=dt)[:, mlm.support]).all())
+
+    if not finite(torch.float32):
+        raise ValueError(f"{mlm.name}: the model gives NaN or infinite logits in float32: its weights are corrupt.")
+    if dtype == torch.float32:
+        return dtype
+    try:
+        reason = None if finite(dtype) else "its logits are not finite"
+    except RuntimeError as err:
+        reason = str(err).splitlines()[0]
+    if reason is None:
+        return dtype
+    warnings.warn(f"{mlm.name} ({mlm.model.config.model_type}) cannot run in {dtype} ({reason}): using float32.",
+                  stacklevel=3)
+    mlm.refresh_weights()
+    return torch.float32

@@ -12,7 +12,7 @@ from __future__ import annotations
 import torch
 from tqdm.auto import tqdm
 
-from .conditionals import ConditionalModel, check_states, total_variation
+from .conditionals import ConditionalModel, as_temperatures, check_int, check_states, total_variation
 
 
 def _all_site_logits(model: ConditionalModel, states: torch.Tensor, dtype: torch.dtype | None, chunk: int) -> torch.Tensor:
@@ -44,9 +44,10 @@ def influence_matrix(
     Cost: C · n · (1 + replacements · n) conditionals.
     """
     contexts = check_states(model, contexts)
-    taus = torch.as_tensor(temperatures, dtype=torch.float32, device=contexts.device).flatten()
-    if taus.numel() == 0 or (taus <= 0).any() or not torch.isfinite(taus).all():
-        raise ValueError(f"temperatures must be finite and > 0, got {taus.tolist()}.")
+    replacements, seed, chunk = check_int("replacements", replacements, 1), check_int("seed", seed), check_int("chunk", chunk, 1)
+    top_k = check_int("top_k", top_k, 1, int(model.support.sum()) - 1)  # candidates y_j ≠ x_j within the support
+    taus = torch.as_tensor(temperatures, dtype=torch.float32).flatten()
+    taus = as_temperatures(taus, max(taus.numel(), 1), contexts.device)
     C, n = contexts.shape
     g = torch.Generator().manual_seed(seed)
     alpha = torch.zeros(C, taus.numel(), n, n)
@@ -77,7 +78,7 @@ def local_margins(model: ConditionalModel, states: torch.Tensor, dtype: torch.dt
                   chunk: int = 256) -> torch.Tensor:
     """Top-1 minus top-2 logit of ℓ_i(·|x_{-i}) at every site: (B, n), at τ = 1 (the margin at τ is m/τ)."""
     states = check_states(model, states)
-    per = max(1, chunk // states.shape[1])
+    per = max(1, check_int("chunk", chunk, 1) // states.shape[1])
     margins = []
     for k in range(0, states.shape[0], per):
         top2 = _all_site_logits(model, states[k : k + per], dtype, chunk).topk(2, dim=-1).values

@@ -9,18 +9,31 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from .conditionals import check_int
+from .data import verify_product
+
 DATA = Path(__file__).resolve().parents[2] / "data"
 
 
 def _read_jsonl(path: Path) -> list[dict]:
+    """The rows of a data file, after checking its sha256 against data/MANIFEST.json; a parse error names file and line."""
     if not path.is_file():
         raise FileNotFoundError(f"{path} is missing: rebuild the data with `glauber-mlm build-data`.")
-    with path.open() as f:
-        return [json.loads(line) for line in f if line.strip()]
+    verify_product(path)
+    rows = []
+    with path.open(encoding="utf-8") as f:
+        for number, line in enumerate(f, 1):
+            if line.strip():
+                try:
+                    rows.append(json.loads(line))
+                except json.JSONDecodeError as err:
+                    raise ValueError(f"{path}, line {number}: not valid JSON ({err.msg}, column {err.colno}).") from err
+    return rows
 
 
 def load_passages(source: str = "embedded", topic: str | None = None, limit: int | None = None) -> list[dict]:
     """Starting passages as dicts with `id`, `text`, `topic`; `topic` filters (e.g. 'politics')."""
+    limit = None if limit is None else check_int("limit", limit, 1)
     if source == "embedded":
         rows = _read_jsonl(DATA / "passages.jsonl")
     elif source == "ms_marco":
@@ -66,8 +79,7 @@ def sample_passages(model, rows: list[dict], length: int, count: int, seed: int 
     import numpy as np
     import torch
 
-    if count < 1:
-        raise ValueError(f"count must be ≥ 1, got {count}.")
+    count, seed = check_int("count", count, 1), check_int("seed", seed)
     states, kept = model.encode([r["text"] for r in rows], length)
     order = np.random.default_rng(seed).permutation(len(kept))
     docs, seqs, pick = set(), set(), []

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 
 import torch
 
-from .conditionals import ConditionalModel, as_temperatures, check_states, log_conditionals, total_variation
+from .conditionals import (ConditionalModel, as_temperatures, check_int, check_sites, check_states, log_conditionals,
+                           total_variation)
 
 
 @dataclass
@@ -31,12 +32,14 @@ class Rectangles:
 def _check(model: ConditionalModel, r: Rectangles) -> tuple[torch.Tensor, ...]:
     contexts = check_states(model, r.contexts)
     R, n = contexts.shape
-    fields = [torch.as_tensor(t, device=contexts.device).long().flatten() for t in (r.i, r.j, r.a, r.a2, r.b, r.b2)]
+    fields = [torch.as_tensor(t) for t in (r.i, r.j, r.a, r.a2, r.b, r.b2)]
     if any(f.numel() != R for f in fields):
         raise ValueError(f"every rectangle field needs one entry per context ({R}); got {[f.numel() for f in fields]}.")
-    i, j, a, a2, b, b2 = fields
-    if ((i < 0) | (i >= n) | (j < 0) | (j >= n)).any():
-        raise ValueError(f"sites i, j must lie in [0, {n}).")
+    for name, f in zip(("i", "j", "a", "a'", "b", "b'"), fields):
+        if f.dtype == torch.bool or f.is_floating_point() or f.is_complex():
+            raise TypeError(f"rectangle field {name} must hold integers, got dtype {f.dtype}.")
+    i, j = (check_sites(f, R, n, name).to(contexts.device) for f, name in ((fields[0], "i"), (fields[1], "j")))
+    a, a2, b, b2 = (f.to(contexts.device).long().flatten() for f in fields[2:])
     if (i == j).any():
         raise ValueError("a rectangle needs two different sites: found i == j; draw j from the other sites.")
     support = model.support.to(contexts.device)
@@ -77,9 +80,8 @@ def rectangle_test(
     (state, site) queries, e.g. rectangles sharing (context, i, j, b), share one forward pass.
     Defaults to fp32 forwards: ρ can be smaller than bf16 rounding.
     """
+    chunk = check_int("chunk", chunk, 1)
     contexts, i, j, a, a2, b, b2 = _check(model, rects)
-    if chunk < 1:
-        raise ValueError(f"chunk must be ≥ 1 rectangle, got {chunk}.")
     parts = [_rectangle_chunk(model, contexts[k : k + chunk], *(t[k : k + chunk] for t in (i, j, a, a2, b, b2)),
                               temperature=temperature, dtype=dtype) for k in range(0, contexts.shape[0], chunk)]
     return RectangleTest(*(torch.cat([p[m] for p in parts]).cpu() for m in range(3)))
@@ -138,8 +140,10 @@ def random_rectangles(
     """Rectangles on real contexts: sites i ≠ j at random, a ≠ a' from the top-k of q_i(·|x), b ≠ b' from that of q_j."""
     passages = check_states(model, passages)
     P, n = passages.shape
-    if n < 2 or top_k < 2 or per_passage < 1:
-        raise ValueError(f"need length ≥ 2, top_k ≥ 2 and per_passage ≥ 1; got n={n}, top_k={top_k}, per_passage={per_passage}.")
+    per_passage, seed = check_int("per_passage", per_passage, 1), check_int("seed", seed)
+    top_k = check_int("top_k", top_k, 2, int(model.support.sum()))  # a top-k beyond the support would pick −inf ids
+    if n < 2:
+        raise ValueError(f"a rectangle needs two sites: passages must hold ≥ 2 tokens, got {n}.")
     g = torch.Generator().manual_seed(seed)
     contexts = passages.repeat_interleave(per_passage, 0)
     R = contexts.shape[0]

