@@ -21,7 +21,8 @@
 # thousands of steps before escaping (Figs 1 and 4), and it shows that the fraction of chains that ever
 # move far from their start (embedding distance `≥ δ`) grows with temperature (Fig 7). This notebook
 # rebuilds the three measurements: the trajectory map, the traps (with dwell times, escapes and the text
-# at each trap's entry), and the escape fraction against `τ`, with intervals over chains.
+# at each trap's entry), and the escape fraction against `τ`, with intervals over chains. Times cut short by
+# the end of a run are censored, so their medians and survival curves are Kaplan–Meier estimates.
 
 # %% tags=["parameters"]
 profile = "cpu"        # smoke (tests, < 1 min) | cpu (embedded model, offline) | paper (GPU, hub models)
@@ -56,7 +57,7 @@ from glauber_mlm import semantic
 from glauber_mlm.notebook import Run
 from glauber_mlm.passages import load_passages
 from glauber_mlm.plots import interval_errorbar, temperature_axis
-from glauber_mlm.stats import bootstrap_ci, proportion_ci
+from glauber_mlm.stats import bootstrap_ci, km_median, km_survival, proportion_ci
 
 PROFILES = {
     "smoke": dict(model=None, embedder=None, device=None, seed=0, passages="embedded", start=0, length=12,
@@ -172,8 +173,8 @@ print(f"τ = {run['temperature']}: {changed:.1%} of steps changed a token; dista
 #
 # A trap is a maximal stretch of records whose embeddings each stay within `radius` of the running centre
 # of the stretch, lasting at least `min_dwell` steps (`semantic.find_traps`). A trap that lasts to the end
-# of the run has not escaped: its dwell time is censored. Below, the traps of every long chain and the
-# decoded text at each trap's entry.
+# of the run has not escaped: its dwell time is censored, known only to exceed what was seen. Below, the
+# traps of every long chain and the decoded text at each trap's entry.
 
 # %%
 trap_tables = []
@@ -191,7 +192,7 @@ counts = traps.groupby("seed").size().reindex(range(run["seed"], run["seed"] + B
 trapped = np.array([traps[traps.seed == s].dwell.sum() / run["steps"] for s in range(run["seed"], run["seed"] + B)])
 n_traps, lo, hi = bootstrap_ci(counts)
 f_trap, flo, fhi = bootstrap_ci(trapped)
-dwell_ci = bootstrap_ci(traps.dwell.to_numpy(), np.median) if len(traps) else (np.nan, np.nan, np.nan)
+dwell_ci = km_median(traps.dwell, traps.escaped) if len(traps) else (np.nan, np.nan, np.nan)
 trap_summary = run.save_table(pd.DataFrame([dict(
     temperature=run["temperature"], seeds=B, steps=run["steps"], radius=run["radius"], min_dwell=run["min_dwell"],
     traps_per_chain=n_traps, ci_low=lo, ci_high=hi, time_trapped=f_trap, time_trapped_ci_low=flo,
@@ -200,7 +201,7 @@ trap_summary = run.save_table(pd.DataFrame([dict(
 trap_summary.T
 
 # %%
-fig, ax = plt.subplots(figsize=(6.5, 3.6))
+fig, (ax, a2) = plt.subplots(1, 2, figsize=(11, 3.6), gridspec_kw=dict(width_ratios=[3, 2]))
 for b in range(B):
     ax.plot(record_steps, np.full(R, b), color="0.85", lw=6, solid_capstyle="butt")
     for _, t in traps[traps.seed == run["seed"] + b].iterrows():
@@ -208,6 +209,17 @@ for b in range(B):
                 color="tab:blue" if t.escaped else "tab:orange")
 ax.set(yticks=range(B), yticklabels=[f"seed {run['seed'] + b}" for b in range(B)], xlabel="step",
        title=f"traps (r = {run['radius']}, ≥ {run['min_dwell']} steps): blue escaped, orange censored")
+if len(traps):
+    grid = np.arange(0, run["steps"] + 1)
+    S, S_low, S_high = km_survival(traps.dwell, traps.escaped, grid)
+    a2.fill_between(grid, S_low, S_high, step="post", alpha=0.2)
+    a2.step(grid, S, where="post", label="Kaplan–Meier, 95 % log-log band")
+    cens = traps[~traps.escaped]
+    a2.plot(cens.dwell, km_survival(traps.dwell, traps.escaped, cens.dwell)[0], "|", ms=10, color="tab:orange",
+            label="censored dwell")
+    a2.legend(fontsize=8)
+a2.set(xlabel="dwell (steps)", ylabel="fraction of traps not yet left", ylim=(-0.03, 1.03),
+       title="survival of the traps")
 fig.tight_layout()
 run.save_figure(fig, "traps")
 plt.show()
@@ -216,15 +228,22 @@ plt.show()
 # Each bar is a trap: a stretch of at least `min_dwell` steps in which the decoded text keeps its meaning
 # (its embedding stays within `radius` of the stretch's centre) while individual tokens may still change.
 # The table gives the number of traps per chain and the fraction of the run spent trapped, with bootstrap
-# intervals over the seeds, and the median dwell time. The paper reports traps of hundreds to thousands
-# of steps at low temperature on BERT-base. Dwell times here are bounded by the run length: a censored
-# trap (orange) is still going when the run stops, so its dwell is a lower bound.
+# intervals over the seeds, and the median dwell time. A censored trap (orange) is still going when the run
+# stops, so its dwell is only a lower bound: the survival curve on the right and the median dwell are
+# Kaplan–Meier estimates (`stats.km_median`, scipy's `ecdf` on censored data), with a log-log (Greenwood)
+# band and the median's interval where that band crosses ½; an upper end of ∞ means the data cannot rule out
+# that half the traps outlast every run. Traps are counted only from `min_dwell` steps on, so the curve is
+# the survival of a trap given that it lasted that long, and traps of one chain are treated as independent.
+# The paper reports traps of hundreds to thousands of steps at low temperature on BERT-base.
 #
 # ## How far do chains get? The escape fraction against temperature (paper Fig 7)
 #
 # `chains` chains per temperature start from the same passage, all temperatures in one batch (each chain
 # has its own temperature and seed); we record whether each chain ever reaches embedding distance `≥ δ`
-# from its start within `reach_steps` steps, and give Wilson intervals over chains.
+# from its start within `reach_steps` steps, and give Wilson intervals over chains. The first recorded step
+# at which it does is its escape time, censored at `reach_steps` for a chain that never gets there: its
+# Kaplan–Meier survival curve (the fraction of chains still within δ, against the step) and median, with
+# log-log intervals, say how fast chains escape, not only whether they do.
 
 # %%
 taus = torch.tensor(temps).repeat_interleave(run["chains"])
@@ -234,14 +253,18 @@ R2 = reach.states.shape[0]
 reach_texts = mlm.decode(reach.states.reshape(-1, n))
 reach_emb = semantic.embed(emb_model, reach_texts, progress=True).reshape(R2, len(taus), -1)
 reach_dist = semantic.distance_from_start(reach_emb)    # (R2, chains·temperatures)
-rows_out = []
+rows_out, escape_curves = [], {}
 for k, tau in enumerate(temps):
     cols = slice(k * run["chains"], (k + 1) * run["chains"])
     for delta in deltas:
         hit = int(semantic.reached_distance(reach_dist[:, cols], delta).sum())
         p, lo, hi = proportion_ci(hit, run["chains"])
+        t_esc, escaped = semantic.first_exit(reach_dist[:, cols] < delta, reach.steps.numpy())
+        med, mlo, mhi = km_median(t_esc, escaped)
         rows_out.append(dict(temperature=tau, chains=run["chains"], reached=hit, fraction=p, ci_low=lo, ci_high=hi,
-                             delta=delta, steps=run["reach_steps"]))
+                             delta=delta, steps=run["reach_steps"], median_escape_step=med, median_ci_low=mlo,
+                             median_ci_high=mhi))
+        escape_curves[tau, delta] = km_survival(t_esc, escaped, reach.steps.numpy())
 escape_fraction = run.save_table(pd.DataFrame(rows_out), "escape_fraction")
 escape_fraction
 
@@ -265,12 +288,28 @@ fig.tight_layout()
 run.save_figure(fig, "escape_fraction")
 plt.show()
 
+fig, axes = plt.subplots(1, len(deltas), figsize=(5 * len(deltas), 3.8), squeeze=False)
+for ax, delta in zip(axes[0], deltas):
+    for k, tau in enumerate(temps):
+        S, S_low, S_high = escape_curves[tau, delta]
+        color = cmap(k / max(1, len(temps) - 1))
+        ax.fill_between(reach.steps.numpy(), S_low, S_high, step="post", color=color, alpha=0.15)
+        ax.step(reach.steps.numpy(), S, where="post", color=color, label=f"τ = {tau}")
+    ax.set(xlabel="step", ylabel=f"fraction of chains still within δ = {delta}", ylim=(-0.03, 1.03),
+           title=f"Kaplan–Meier survival, δ = {delta} (95 % log-log)")
+    ax.legend(fontsize=8)
+fig.tight_layout()
+run.save_figure(fig, "escape_survival")
+plt.show()
+
 # %%
 for delta, g in escape_fraction.groupby("delta"):
     g = g.sort_values("temperature")
     lo_t, hi_t = g.iloc[0], g.iloc[-1]
     print(f"δ = {delta}: {lo_t.fraction:.0%} [{lo_t.ci_low:.0%}, {lo_t.ci_high:.0%}] of chains at τ = {lo_t.temperature:g}, "
-          f"{hi_t.fraction:.0%} [{hi_t.ci_low:.0%}, {hi_t.ci_high:.0%}] at τ = {hi_t.temperature:g}")
+          f"{hi_t.fraction:.0%} [{hi_t.ci_low:.0%}, {hi_t.ci_high:.0%}] at τ = {hi_t.temperature:g}; median escape step "
+          f"{lo_t.median_escape_step:g} [{lo_t.median_ci_low:g}, {lo_t.median_ci_high:g}] and "
+          f"{hi_t.median_escape_step:g} [{hi_t.median_ci_low:g}, {hi_t.median_ci_high:g}] (Kaplan–Meier; inf: not reached)")
 
 # %% [markdown]
 # The paper's Fig 7 (BERT-base, 100 chains) shows the escape fraction rising with τ: at low temperature

@@ -52,7 +52,7 @@ from glauber_mlm import political, semantic
 from glauber_mlm.notebook import Run
 from glauber_mlm.passages import load_passages, load_political_text, sample_passages
 from glauber_mlm.plots import interval_errorbar, temperature_axis
-from glauber_mlm.stats import bootstrap_ci, censored_median_ci, proportion_ci
+from glauber_mlm.stats import bootstrap_ci, km_median, km_survival, proportion_ci
 
 PROFILES = {
     "smoke": dict(model=None, embedder=None, device=None, seed=0, passages="embedded", length=12, starts=3, seeds=1,
@@ -206,8 +206,10 @@ for tau, r in wide.iterrows():
 #
 # For each politically-started chain whose start lies in the region, the first recorded step at which it
 # is outside (`semantic.first_exit`); chains that never leave are censored at the run length. Per
-# temperature: the fraction that escaped (Wilson interval) and the median escape step with censored
-# chains counted as +∞ (bootstrap interval over chains; ∞ when half or more never escaped).
+# temperature: the fraction that escaped (Wilson interval), the Kaplan–Meier survival curve of the escape
+# time (the fraction of chains not yet out, with a 95 % log-log band; scipy's `ecdf` on censored data) and
+# its median with the interval where that band crosses ½ (`stats.km_median`: ∞ when half or more never
+# escaped, an upper end of ∞ when the data cannot rule that out).
 
 # %%
 pol_cols = ((meta.start == "political") & (meta.start_score >= run["threshold"])).to_numpy()
@@ -220,7 +222,7 @@ for tau in temps:
     if g.empty:
         continue
     f, lo, hi = proportion_ci(int(g.escaped.sum()), len(g))
-    med, mlo, mhi = censored_median_ci(g.escape_step, g.escaped, seed=run["seed"])
+    med, mlo, mhi = km_median(g.escape_step, g.escaped)
     esc.append(dict(temperature=tau, chains=len(g), escaped=int(g.escaped.sum()), escape_fraction=f, ci_low=lo,
                     ci_high=hi, median_escape_step=med, median_ci_low=mlo, median_ci_high=mhi, censor_step=run["steps"]))
 escape_times = run.save_table(pd.DataFrame(esc, columns=[
@@ -234,10 +236,12 @@ for k, tau in enumerate(temps):
     g = escape_chains[escape_chains.temperature == tau]
     if g.empty:
         continue
-    still = semantic.survival(g.escape_step, g.escaped, record_steps)
-    ax.step(record_steps, still, where="post", color=cmap(k / max(1, len(temps) - 1)), label=f"τ = {tau}")
+    S, S_low, S_high = km_survival(g.escape_step, g.escaped, record_steps)
+    color = cmap(k / max(1, len(temps) - 1))
+    ax.fill_between(record_steps, S_low, S_high, step="post", color=color, alpha=0.15)
+    ax.step(record_steps, S, where="post", color=color, label=f"τ = {tau} ({len(g)} chains)")
 ax.set(xlabel="step", ylabel="fraction still in the political region", ylim=(-0.03, 1.03),
-       title="survival of the political start (never left yet)")
+       title="Kaplan–Meier survival of the political start (95 % log-log)")
 ax.legend(fontsize=8)
 fig.tight_layout()
 run.save_figure(fig, "escape_times")
@@ -246,7 +250,7 @@ plt.show()
 # %% [markdown]
 # A survival curve that stays high means chains that have not yet left the political region; the
 # metastability theorem predicts escape times growing like `e^{c m/τ}` for a basin of margin `m`, so the
-# curves should fall more slowly as τ decreases. With a short run the median escape step is censored
+# curves should fall more slowly as τ decreases. With a short run the median escape step is not reached
 # (∞ in the table) whenever half or more of the chains never leave; the escape fraction and its Wilson
 # interval remain informative then. A chain that leaves may come back: the time-in-region table above
 # counts every return.

@@ -9,6 +9,7 @@ import torch
 
 import glauber_mlm as gm
 from glauber_mlm import calibration, exact
+from glauber_mlm.stats import tv_null_test
 from notebook_runner import read_table
 
 
@@ -16,20 +17,6 @@ def test_state_index_follows_the_joint_order():
     model = exact.potts_chain(3, q=3, coupling=0.5)
     states, _ = model.joint()
     assert calibration.state_index(states, 3).tolist() == list(range(27))
-
-
-def test_law_tv_known_answers():
-    q, n = 2, 2
-    law = np.array([0.4, 0.1, 0.1, 0.4])
-    # 4 chains × 10 records that visit the states exactly in proportion to `law`
-    seq = [(0, 0)] * 4 + [(0, 1)] + [(1, 0)] + [(1, 1)] * 4
-    records = torch.tensor(seq).view(10, 1, n).expand(10, 4, n)
-    tv, lo, hi = calibration.law_tv(records, law, q)
-    assert tv == pytest.approx(0.0, abs=1e-12) and lo == pytest.approx(0.0, abs=1e-12)
-    only_00 = torch.zeros(10, 4, n, dtype=torch.long)
-    assert calibration.law_tv(only_00, law, q)[0] == pytest.approx(0.6)
-    with pytest.raises(ValueError, match="states were expected"):
-        calibration.law_tv(only_00, law[:3], q)
 
 
 def test_iid_floor_shrinks_like_one_over_root_n():
@@ -44,11 +31,10 @@ def test_glauber_reaches_the_exact_law_and_not_a_wrong_one():
     _, wrong = potts.joint(2.0)
     init = torch.randint(3, (64, 3), generator=torch.Generator().manual_seed(0))
     traj = gm.glauber(potts, init, 3 * 200, 1.0, seed=5, record_every=3)
-    kept = traj.states[101:]
-    tv = calibration.law_tv(kept, law.numpy(), 3, n_boot=50)[0]
-    floor = calibration.iid_tv(law.numpy(), kept.shape[0] * kept.shape[1])
-    assert tv < 3 * floor
-    assert calibration.law_tv(kept, wrong.numpy(), 3, n_boot=50)[0] > 5 * tv
+    counts = calibration.chain_counts(traj.states[101:], 3)
+    right, other = tv_null_test(counts, law.numpy(), n_sim=500), tv_null_test(counts, wrong.numpy(), n_sim=500)
+    assert right["p_value"] > 0.05 and right["tv"] < 3 * calibration.iid_tv(law.numpy(), right["effective_size"])
+    assert other["p_value"] < 0.01 and other["tv"] > 5 * right["tv"]
 
 
 @pytest.fixture(scope="module")
@@ -61,11 +47,16 @@ def smoke_output(tmp_path_factory):
 def test_smoke_tables(smoke_output):
     out = smoke_output
     law = read_table(out, "stationary_law")
-    assert list(law.columns) == ["scan", "states", "chains", "samples", "tv", "ci_low", "ci_high", "iid_floor",
-                                 "tv_to_wrong_law"]
+    assert list(law.columns) == ["scan", "states", "chains", "samples", "tv", "null_low", "null_median", "null_high",
+                                 "p_value", "effective_samples", "iid_floor", "tv_to_wrong_law", "p_value_wrong_law"]
     assert set(law.scan) == {"random", "systematic"}
     assert (law.tv < 2.5 * law.iid_floor).all() and (law.tv < 0.15).all()
-    assert (law.tv_to_wrong_law > law.tv).all()
+    # a distance to an exact law is tested against its null, not bootstrapped: the sampler passes, the wrong law fails
+    assert ((law.null_low <= law.null_median) & (law.null_median <= law.null_high)).all()
+    assert (law.p_value > 0.001).all() and (law.p_value_wrong_law < 0.01).all()
+    assert (law.tv_to_wrong_law > law.tv).all() and (law.effective_samples >= 1).all()
+    conv = read_table(out, "stationary_law_convergence")
+    assert not {"ci_low", "ci_high"} & set(conv.columns) and set(conv.scan) == {"random", "systematic"}
 
     coupling = read_table(out, "ising_coupling")
     assert {"regime", "temperature", "length", "met_fraction", "median_time", "ci_low", "ci_high", "per_nlogn"} <= set(coupling.columns)

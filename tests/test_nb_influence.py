@@ -25,10 +25,14 @@ def test_summarise_influence_on_the_ising_chain():
     ising = exact.potts_chain(5, q=2, coupling=J)
     ctx = torch.randint(2, (6, 5), generator=torch.Generator().manual_seed(1))
     alpha = gm.influence_matrix(ising, ctx, taus, replacements=1, top_k=1)
-    s = conditions.summarise_influence(alpha, taus, n_boot=50)
+    s = conditions.summarise_influence(alpha, taus, n_boot=50, n_perm=20)
     assert np.allclose(s.pooled, np.tanh(J / np.array(taus)), atol=1e-5)
     assert np.allclose(s.per_context_mean, s.pooled, atol=1e-5)  # every context attains the sup on the Ising chain
-    assert (s.pooled_low <= s.pooled + 1e-9).all() and (s.pooled <= s.pooled_high + 1e-9).all()
+    assert (s.per_context_low <= s.per_context_mean + 1e-9).all() and (s.per_context_mean <= s.per_context_high + 1e-9).all()
+    # the pooled maximum gets no upper end: its saturation curve rises to it and never above
+    assert s.saturation_contexts.tolist() == list(range(1, 7)) and s.saturation_mean.shape == (6, 3)
+    assert np.allclose(s.saturation_mean[-1], s.pooled) and (s.saturation_high <= s.pooled + 1e-9).all()
+    assert (np.diff(s.saturation_mean, axis=0) >= -1e-9).all()
     assert s.crossing == 0.5  # tanh < 1 everywhere: Dobrushin holds on the whole grid
 
 
@@ -88,15 +92,26 @@ def smoke_output(tmp_path_factory):
 def test_smoke_tables(smoke_output):
     out = smoke_output
     total = read_table(out, "total_influence")
-    assert list(total.columns[:6]) == ["temperature", "length", "contexts", "total_influence", "ci_low", "ci_high"]
-    assert (total.total_influence >= 0).all() and (total.ci_low <= total.total_influence + 1e-9).all()
+    assert list(total.columns[:6]) == ["temperature", "length", "contexts", "total_influence", "bound", "pooled_half_contexts"]
+    assert (total.total_influence >= 0).all() and (total.bound == "lower").all()  # a maximum: one-sided, no interval
+    assert (total.pooled_half_contexts <= total.total_influence + 1e-9).all()
+    assert (total.per_context_low <= total.per_context_mean + 1e-9).all()
+    assert (total.per_context_mean <= total.per_context_high + 1e-9).all()
+    assert (total.per_context_mean <= total.total_influence + 1e-9).all()
+    sat = read_table(out, "influence_saturation")
+    for (n, tau), g in sat.groupby(["length", "temperature"]):  # non-decreasing in k, ending at the estimate
+        g = g.sort_values("contexts")
+        assert (np.diff(g.pooled_mean) >= -1e-9).all() and (g.pooled_high <= g.pooled_mean.iloc[-1] + 1e-9).all()
+        row = total[(total.length == n) & (total.temperature == tau)].iloc[0]
+        assert g.contexts.iloc[-1] == row.contexts and g.pooled_mean.iloc[-1] == pytest.approx(row.total_influence)
     for _, sub in total.groupby("length"):  # TV between tempered conditionals shrinks as τ grows
         sub = sub.sort_values("temperature")
         assert sub.total_influence.iloc[-1] < sub.total_influence.iloc[0]
         assert (sub.total_influence <= sub.length - 1 + 1e-6).all()  # each α ≤ 1, n − 1 neighbours
 
     crossing = read_table(out, "crossing")
-    assert {"length", "crossing_temperature", "ci_low", "ci_high", "boundary_temperature", "phase_source"} <= set(crossing.columns)
+    assert {"length", "crossing_temperature", "boundary_temperature", "phase_source", "reading"} <= set(crossing.columns)
+    assert not {"ci_low", "ci_high"} & set(crossing.columns)  # τ* is a one-sided bound
     assert (crossing.crossing_temperature > 0).all()
     for _, row in crossing.iterrows():  # τ* is reported inside the grid only when the curve crosses 1 there
         sub = total[total.length == row.length]
@@ -115,13 +130,25 @@ def test_smoke_tables(smoke_output):
     assert {"temperature", "chain", "start", "dwell", "censored", "margin", "margin_over_tau"} <= set(dwell.columns)
     assert (dwell.dwell >= 1).all()
     assert np.allclose(dwell.margin_over_tau, dwell.margin / dwell.temperature)
+    for fig in ("influence_saturation", "influence_and_phase"):
+        assert (out / f"{fig}.png").is_file()
     assert json.loads((out / "provenance.json").read_text())["profile"] == "smoke"
 
 
-def test_bad_parameter_stops_in_the_first_cell(tmp_path):
+def test_a_negative_temperature_is_refused_before_a_kernel_starts(tmp_path):
+    from notebook_runner import execute
+
+    from glauber_mlm.book import BookError, NotebookFailed
+
+    with pytest.raises(BookError, match=r"chain_temperatures must be > 0") as err:
+        execute("05_influence_and_margin", tmp_path, chain_temperatures=[0.5, -1.0])
+    assert not isinstance(err.value, NotebookFailed)
+
+
+def test_more_replacements_than_top_k_stops_in_the_first_cell(tmp_path):
     from notebook_runner import execute
 
     from glauber_mlm.book import NotebookFailed
 
-    with pytest.raises(NotebookFailed, match=r"first cell after the parameters.*chain_temperatures"):
-        execute("05_influence_and_margin", tmp_path, chain_temperatures=[0.5, -1.0])
+    with pytest.raises(NotebookFailed, match=r"first cell after the parameters.*replacements \(60\) cannot exceed top_k"):
+        execute("05_influence_and_margin", tmp_path, replacements=60)

@@ -45,6 +45,11 @@ def test_traps_tables(out):
     assert counts.seeds == SEEDS and counts.ci_low <= counts.traps_per_chain <= counts.ci_high
     assert counts.traps_per_chain == pytest.approx(len(traps) / SEEDS)
     assert 0 <= counts.time_trapped <= 1 and counts.escaped + counts.censored == len(traps)
+    if len(traps):  # Kaplan–Meier median of the dwell: censored traps count as still going, never as observed
+        assert counts.median_dwell_ci_low <= counts.median_dwell <= counts.median_dwell_ci_high
+        if counts.escaped == 0:
+            assert np.isinf(counts.median_dwell) and counts.median_dwell_ci_low == traps.dwell.max()
+    assert (out / "traps.png").is_file()
 
 
 @needs_model
@@ -58,13 +63,11 @@ def test_escape_fraction_table(out):
     # a larger δ is never reached by more chains than a smaller one
     for _, g in e.groupby("temperature"):
         assert (np.diff(g.sort_values("delta").reached.to_numpy()) <= 0).all()
-
-
-def test_unknown_profile_stops_the_first_cell(tmp_path):
-    with pytest.raises(NotebookFailed) as err:
-        execute(NAME, tmp_path, profile="laptop")
-    assert "first cell after the parameters" in str(err.value)
-    assert "unknown profile 'laptop'" in str(err.value)
+    # Kaplan–Meier median escape step: finite exactly when at least half the chains escaped (censoring at the end only)
+    assert ((e.median_ci_low <= e.median_escape_step) & (e.median_escape_step <= e.median_ci_high)).all()
+    assert (np.isfinite(e.median_escape_step) == (e.reached >= e.chains / 2)).all()
+    assert e.median_escape_step[np.isfinite(e.median_escape_step)].between(0, e.steps.max()).all()
+    assert (out / "escape_survival.png").is_file()
 
 
 @needs_model

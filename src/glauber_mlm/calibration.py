@@ -1,7 +1,8 @@
 """Chain states against a known joint law: the check that a sampler reaches the right stationary law.
 
-TV(π̂, π) = ½ Σ_x |π̂(x) − π(x)| over all q^n states x, with π̂ the frequencies of recorded states and a
-percentile bootstrap interval over independent chains (chains are the independent units, steps are not).
+States are indexed in base q (`state_index`), counted per chain (`chain_counts`: chains are the independent
+units, steps are not), and compared with π by `stats.tv_null_test`, whose null is the TV of an i.i.d. sample;
+`iid_tv` is that null's mean for a given sample size.
 """
 from __future__ import annotations
 
@@ -23,24 +24,6 @@ def chain_counts(records: torch.Tensor, q: int) -> np.ndarray:
     counts = torch.zeros(B, q**n, dtype=torch.float64)
     counts.scatter_add_(1, idx.T.contiguous(), torch.ones(B, R, dtype=torch.float64))
     return counts.numpy()
-
-
-def law_tv(records: torch.Tensor, law, q: int, n_boot: int = 1000, level: float = 0.95, seed: int = 0) -> tuple[float, float, float]:
-    """(TV, low, high) between the visit frequencies of `records` (R, B, n) and `law` (q^n,), bootstrap over the B chains."""
-    counts = chain_counts(records, q)
-    law = np.asarray(law, dtype=float)
-    if law.shape != (counts.shape[1],):
-        raise ValueError(f"law has {law.size} entries, but {q}^{records.shape[-1]} = {counts.shape[1]} states were expected.")
-
-    def tv(c: np.ndarray) -> np.ndarray:
-        return 0.5 * np.abs(c / c.sum(-1, keepdims=True) - law).sum(-1)
-
-    rng = np.random.default_rng(seed)
-    B = counts.shape[0]
-    weights = rng.multinomial(B, np.full(B, 1 / B), size=n_boot)  # (n_boot, B): chains drawn with replacement
-    boots = tv(weights @ counts)
-    tail = (1 - level) / 2
-    return float(tv(counts.sum(0))), float(np.quantile(boots, tail)), float(np.quantile(boots, 1 - tail))
 
 
 def iid_tv(law, size: int, reps: int = 200, seed: int = 0) -> float:

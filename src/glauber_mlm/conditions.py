@@ -2,7 +2,8 @@
 
 - Dobrushin: τ* is where the estimated total influence A(τ) = max_i Σ_j α_ij(τ) crosses 1 (linear in
   log τ, log A between grid points). α is a lower bound (max over sampled contexts and replacements), so
-  A(τ) is one too and the true crossing lies at or above τ*.
+  A(τ) is one too and the true crossing lies at or above τ*: a one-sided statement, with a saturation
+  curve (A from k of the contexts) in place of an interval.
 - Metastability: a state whose sites all hold their argmax token with margin ≥ m is left at rate
   ≤ (V−1)e^{−m/τ} per step, so its dwell time obeys log dwell ≈ c·m/τ + b (c ≈ 1 for the least-held site).
 """
@@ -16,6 +17,7 @@ from tqdm.auto import tqdm
 
 from .conditionals import ConditionalModel, check_states
 from .influence import _all_site_logits, total_influence
+from .stats import bootstrap_ci, saturation_curve
 
 
 def crossing_temperature(temperatures, values, level: float = 1.0) -> float:
@@ -42,40 +44,37 @@ def crossing_temperature(temperatures, values, level: float = 1.0) -> float:
 
 @dataclass
 class InfluenceSummary:
-    """Per temperature: the pooled lower bound (max over all contexts) and the typical context, with intervals."""
+    """Per temperature: the pooled lower bound (max over all contexts) with its saturation curve, and the typical context."""
 
-    pooled: np.ndarray  # (T,): max_i Σ_j max_c α_cij, the headline lower bound on Dobrushin's sum
-    pooled_low: np.ndarray
-    pooled_high: np.ndarray
-    per_context_mean: np.ndarray  # (T,): mean over contexts of max_i Σ_j α_cij
+    pooled: np.ndarray  # (T,): max_i Σ_j max_c α_cij, the headline lower bound on Dobrushin's sum (one-sided)
+    saturation_contexts: np.ndarray  # (C,): k = 1..C contexts
+    saturation_mean: np.ndarray  # (C, T): the pooled estimate from k random contexts, mean over orderings
+    saturation_low: np.ndarray  # (C, T): central 90 % of orderings
+    saturation_high: np.ndarray
+    per_context_mean: np.ndarray  # (T,): mean over contexts of max_i Σ_j α_cij, with a bootstrap interval
     per_context_low: np.ndarray
     per_context_high: np.ndarray
-    crossing: float  # τ* of the pooled curve
-    crossing_low: float
-    crossing_high: float
+    crossing: float  # τ* of the pooled curve: the true crossing lies at or above it (when inside or above the grid)
 
 
-def summarise_influence(alpha: torch.Tensor, temperatures, level: float = 0.95, n_boot: int = 500,
+def summarise_influence(alpha: torch.Tensor, temperatures, level: float = 0.95, n_boot: int = 500, n_perm: int = 200,
                         seed: int = 0) -> InfluenceSummary:
-    """Bootstrap over contexts (dim 0 of α (C, T, n, n)): intervals for both curves and for the crossing τ*."""
+    """Summaries of α (C, T, n, n) over contexts: the pooled max and its saturation in k, the per-context mean and τ*.
+
+    The pooled estimate is a maximum over contexts, a lower bound on the supremum that no resample can
+    exceed, so it gets a saturation curve (`stats.saturation_curve`) instead of an interval; the per-context
+    mean, a population quantity, gets a percentile bootstrap interval over contexts.
+    """
     alpha = torch.as_tensor(alpha, dtype=torch.float64)
-    C = alpha.shape[0]
     taus = np.asarray(temperatures, float)
     per_context = total_influence(alpha).numpy()  # (C, T)
     pooled = total_influence(alpha.amax(0)).numpy()  # (T,)
-    rng = np.random.default_rng(seed)
-    picks = rng.integers(0, C, size=(n_boot, C))
-    boot_pooled = np.stack([total_influence(alpha[torch.from_numpy(p)].amax(0)).numpy() for p in picks])
-    boot_mean = per_context[picks].mean(1)
-    boot_cross = np.array([crossing_temperature(taus, b) for b in boot_pooled])
-    tail = (1 - level) / 2
-
-    def q(a):
-        return np.quantile(a, tail, axis=0), np.quantile(a, 1 - tail, axis=0)
-
-    (pl, ph), (ml, mh), (cl, ch) = q(boot_pooled), q(boot_mean), q(boot_cross)
-    return InfluenceSummary(pooled, pl, ph, per_context.mean(0), ml, mh,
-                            crossing_temperature(taus, pooled), float(cl), float(ch))
+    k, s_mean, s_low, s_high = saturation_curve(alpha.numpy(), lambda a: total_influence(torch.from_numpy(a)).numpy(),
+                                                n_perm=n_perm, seed=seed)
+    mean, low, high = zip(*(bootstrap_ci(per_context[:, t], level=level, n_boot=n_boot, seed=seed)
+                            for t in range(taus.size)))
+    return InfluenceSummary(pooled, k, s_mean, s_low, s_high, np.array(mean), np.array(low), np.array(high),
+                            crossing_temperature(taus, pooled))
 
 
 @torch.inference_mode()

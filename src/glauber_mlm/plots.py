@@ -4,15 +4,26 @@ from __future__ import annotations
 import numpy as np
 
 
-def interval_errorbar(ax, x, estimate, low, high, **kwargs):
-    """``ax.errorbar`` from (estimate, low, high); a bar length below 0 is drawn as 0.
+def interval_errorbar(ax, x, estimate, low, high, arrow: float = 0.5, **kwargs):
+    """``ax.errorbar`` from (estimate, low, high) with low ≤ estimate ≤ high; high = ∞ draws an upward arrow.
 
-    A bootstrap interval of a maximum can end inside its estimate (resamples only lose the extreme),
-    and matplotlib refuses negative bar lengths.
+    An interval that excludes its estimate (or a nan) raises a ValueError naming the point: a bar never hides
+    one. An unbounded upper end (a one-sided statement "≥ low", e.g. low = estimate for a lower bound) is
+    drawn as a bar from `low` with an arrow head at (1 + arrow)·estimate.
     """
-    estimate, low, high = (np.asarray(v, dtype=float) for v in (estimate, low, high))
-    yerr = np.clip([estimate - low, high - estimate], 0, None)
-    return ax.errorbar(x, estimate, yerr=yerr, **kwargs)
+    x, estimate, low, high = np.broadcast_arrays(*(np.asarray(v, dtype=float) for v in (x, estimate, low, high)))
+    ok = np.isfinite(estimate) & np.isfinite(low) & (low <= estimate) & (estimate <= high)
+    if not ok.all():
+        k = int(np.flatnonzero(~ok)[0])
+        raise ValueError(f"the interval [{low[k]:g}, {high[k]:g}] at x = {x[k]:g} does not contain its estimate "
+                         f"{estimate[k]:g}: pass an interval that contains it, or a one-sided one (high = inf).")
+    open_top = np.isinf(high)
+    top = np.where(open_top, estimate + arrow * np.abs(estimate), high)
+    bars = ax.errorbar(x, estimate, yerr=[estimate - low, top - estimate], **kwargs)
+    if open_top.any():
+        ax.errorbar(x[open_top], estimate[open_top], yerr=[0 * top[open_top], (top - estimate)[open_top]], lolims=True,
+                    fmt="none", color=bars[0].get_color(), lw=kwargs.get("lw", kwargs.get("linewidth")))
+    return bars
 
 
 def temperature_axis(ax, temperatures) -> None:

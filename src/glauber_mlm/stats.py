@@ -1,5 +1,7 @@
-"""Uncertainty for the book's headline numbers: bootstrap intervals, censored medians, n log n fits."""
+"""Uncertainty for the book's headline numbers: bootstrap intervals, Kaplan–Meier medians, saturation of maxima, TV null tests, n log n fits."""
 from __future__ import annotations
+
+import warnings
 
 import numpy as np
 
@@ -43,6 +45,101 @@ def proportion_ci(successes: int, trials: int, level: float = 0.95) -> tuple[flo
     centre = (p + z * z / (2 * trials)) / (1 + z * z / trials)
     half = z * np.sqrt(p * (1 - p) / trials + z * z / (4 * trials**2)) / (1 + z * z / trials)
     return p, float(centre - half), float(centre + half)
+
+
+def saturation_curve(samples, reduce, n_perm: int = 200, level: float = 0.9, seed: int = 0
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(k, mean, low, high) for k = 1..N: reduce(max over the first k samples) along `n_perm` random orderings.
+
+    The estimate of a supremum, reduce(max_s samples[s]), is a lower bound that more samples can only
+    raise; it gets no bootstrap interval (every resample is a subset, so every replicate lies at or below
+    it). This curve says instead how far it has saturated: for a non-decreasing `reduce` (max, sum, max_i Σ_j)
+    every ordering's curve is non-decreasing and ends at the full-sample estimate; `low`, `high` bound the
+    central `level` of the orderings at each k. `samples` is (N, ...); `reduce` maps (...) arrays to arrays.
+    """
+    samples = np.asarray(samples, dtype=float)
+    N = samples.shape[0]
+    if N == 0:
+        raise ValueError("saturation_curve needs at least one sample.")
+    rng = np.random.default_rng(seed)
+    curves = np.stack([np.stack([reduce(m) for m in np.maximum.accumulate(samples[rng.permutation(N)], axis=0)])
+                       for _ in range(n_perm)])  # (n_perm, N, ...)
+    tail = (1 - level) / 2
+    return (np.arange(1, N + 1), curves.mean(0), np.quantile(curves, tail, axis=0),
+            np.quantile(curves, 1 - tail, axis=0))
+
+
+def tv_null_test(counts, law, level: float = 0.95, n_sim: int = 2000, seed: int = 0) -> dict[str, float]:
+    """TV(π̂, π) = ½ Σ_x |π̂_x − π_x| of pooled visit counts (B chains × K states) against a simulated null.
+
+    Null: the TV of N_eff i.i.d. draws from π, with N_eff = N / d and design effect
+    d = Σ_x Var̂(π̂_x) / Σ_x π_x(1 − π_x)/N, Var̂ from batch means over the B independent chains (a first-order
+    Rao–Scott correction for correlated records). Returns the TV, the null's median and central `level` band,
+    the one-sided p-value P(null TV ≥ TV) (a wrong law makes the TV large) and N_eff. d weighs states by their
+    variance, so when common states are more correlated than rare ones the test is conservative (p too large).
+    """
+    counts, law = np.asarray(counts, dtype=float), np.asarray(law, dtype=float)
+    if counts.ndim != 2 or counts.shape[0] < 2 or counts.shape[1] != law.size:
+        raise ValueError(f"counts must be (chains ≥ 2, {law.size} states), got {counts.shape}.")
+    law = law / law.sum()
+    per_chain, N = counts.sum(1), counts.sum()
+    pooled = counts.sum(0) / N
+    B = counts.shape[0]
+    var = B / (B - 1) * ((counts - np.outer(per_chain, pooled)) ** 2).sum(0) / N**2  # batch-means Var̂(π̂_x)
+    d = var.sum() / (law * (1 - law)).sum() * N
+    n_eff = max(1, round(N / d)) if d > 0 else int(N)
+    rng = np.random.default_rng(seed)
+    null = 0.5 * np.abs(rng.multinomial(n_eff, law, size=n_sim) / n_eff - law).sum(1)
+    tv = 0.5 * np.abs(pooled - law).sum()
+    tail = (1 - level) / 2
+    return dict(tv=float(tv), null_median=float(np.median(null)), null_low=float(np.quantile(null, tail)),
+                null_high=float(np.quantile(null, 1 - tail)), p_value=float((1 + (null >= tv).sum()) / (n_sim + 1)),
+                effective_size=int(n_eff))
+
+
+def _km(times, observed, level: float):
+    """scipy's Kaplan–Meier survival function of right-censored times and its log-log pointwise band."""
+    from scipy.stats import CensoredData, ecdf
+
+    times, observed = np.asarray(times, float), np.asarray(observed, bool)
+    if times.size == 0:
+        raise ValueError("Kaplan–Meier needs at least one time.")
+    sf = ecdf(CensoredData(uncensored=times[observed], right=times[~observed])).sf
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # the band is undefined where Ŝ ∈ {0, 1}
+        band = sf.confidence_interval(level, method="log-log")
+    return sf, band
+
+
+def km_survival(times, observed, grid, level: float = 0.95) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(S, low, high) on `grid`: Kaplan–Meier Ŝ(t) = Π_{t_k ≤ t} (1 − d_k/n_k) with its log-log (Greenwood) band.
+
+    `observed` is False for a time censored by the end of the run. Before the first event (Ŝ = 1) the band is
+    [1, 1]; where Ŝ = 0 its lower end is 0 and its upper end, undefined, is nan (a plot leaves it blank).
+    """
+    sf, band = _km(times, observed, level)
+    grid = np.asarray(grid, float)
+    S = sf.evaluate(grid)
+    low, high = band.low.evaluate(grid), band.high.evaluate(grid)
+    return S, np.where(np.isnan(low), S, low), np.where(np.isnan(high) & (S == 1), 1.0, high)
+
+
+def km_median(times, observed, level: float = 0.95) -> tuple[float, float, float]:
+    """(median, low, high): the first time with Ŝ(t) ≤ ½ (Kaplan–Meier), interval where the log-log band crosses ½.
+
+    Brookmeyer–Crowley: the interval holds the t whose band contains ½, so it always contains the median.
+    The median and the upper end are inf where Ŝ (or the band's upper end) never falls to ½ within the
+    observed times; the lower end is then the last observed time (nothing is known beyond it).
+    """
+    times = np.asarray(times, float)
+    at = np.unique(times)
+    S, low, high = km_survival(times, observed, at, level)
+
+    def first(curve, otherwise):
+        hit = np.flatnonzero(curve <= 0.5)
+        return float(at[hit[0]]) if hit.size else otherwise
+
+    return first(S, np.inf), first(low, float(at[-1])), first(np.nan_to_num(high, nan=1.0), np.inf)
 
 
 SCALINGS = {"n": lambda n: n, "n log n": lambda n: n * np.log(n), "n^2": lambda n: n**2}
