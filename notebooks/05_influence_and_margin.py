@@ -428,6 +428,11 @@ if np.isfinite(fit["slope"]):
     print(f"c = {fit['slope']:.2f} [{fit['slope_low']:.2f}, {fit['slope_high']:.2f}] over {fit['count']} traps: the dwell "
           f"{growth} with m/τ, at a rate {verdict}; b = {fit['intercept']:.2f} against log n = {math.log(L):.2f}; "
           f"{int(dwell.trap.sum())} of {len(dwell)} measured dwells are traps (m > 0)")
+    vocab = int(mlm.support.sum())
+    print(f"largest m/τ among the fitted traps: {fit_rows.margin_over_tau.max():.1f}; the margin bound says something only "
+          f"above ln(V − 1) = {math.log(vocab - 1):.1f} (V = {vocab} tokens in the support), so the fit is "
+          + ("a heuristic wherever m/τ is below it" if fit_rows.margin_over_tau.max() <= math.log(vocab - 1)
+             else "in the bound's range for its largest traps only"))
 else:
     print(f"too few uncensored traps ({fit['count']}) with distinct margins to fit c")
 
@@ -435,13 +440,15 @@ else:
 # **What the figure shows.** Each point is one visit to a state: its smallest tempered margin against how
 # many steps the chain stayed. States left of zero have a site that does not hold its argmax and are left
 # within a few sweeps; traps (m > 0) tend to stay longer the larger m/τ, and the fitted slope c says how close
-# the growth is to the predicted e^{m/τ} (c = 1; the intercept b should then be near log n, the cost of first
+# the growth is to the predicted $e^{m/\tau}$ ($c = 1$; the intercept b should then be near log n, the cost of first
 # picking the least-held site). A dwell is a single geometric waiting time, so the scatter around the line is
-# wide (log of an exponential variable has a spread of about 1.3) and R² stays modest even when the law
+# wide (the log of an exponential variable has standard deviation $\pi/\sqrt{6}$) and R² stays modest even when the law
 # holds; censored traps, the longest, are left out, which pulls c down. The printout above gives c, its
 # interval and the verdict against c = 1. A rate below 1 means the exponential law shows only as a trend,
 # weaker than the theorem's: a state is then left through more than one weak site, not only the least-held
-# one, as happens when the uniform margin the theorem needs is absent.
+# one, as happens when the uniform margin the theorem needs is absent. And where $m/\tau < \ln(V-1)$ the
+# theorem's bound is vacuous (theory page, {ref}`when the bound says something <theory-margin-bound>`), so
+# the fit is a heuristic suggested by the form of the bound, not a test of it.
 
 # %%
 run.finish()
