@@ -293,3 +293,19 @@ def test_run_parameter_checks_name_the_parameter_and_the_rule(tmp_path):
                           (lambda: run.positive("word"), "word must be a finite number > 0")):
         with pytest.raises(ValueError, match=message):
             call()
+
+
+def test_pages_fold_the_machinery_and_offer_their_files(built):
+    nb = json.loads((built.root / "book" / "notebooks" / "99_example.ipynb").read_text())
+    code = [c for c in nb["cells"] if c["cell_type"] == "code"]
+    tags = [c["metadata"].get("tags", []) for c in code]
+    assert "hide-cell" in tags[0] and "parameters" in tags[0]        # the parameters cell, folded whole
+    assert "hide-input" in tags[next(k for k, c in enumerate(code) if "PROFILES" in "".join(c["source"]))]
+    assert "remove-cell" in tags[-1] and "".join(code[-1]["source"]).strip() == "run.finish()"
+    downloads = nb["cells"][-1]
+    assert downloads["cell_type"] == "markdown" and "## Downloads" in "".join(downloads["source"])
+    html = (built.root / "_build" / "html" / "book" / "notebooks" / "99_example.html").read_text()
+    for name in ("magnetisation.csv", "provenance.json", "99_example.py"):
+        link = re.search(rf'href="([^"]*{re.escape(name)})"', html)
+        assert link, name
+        assert (built.root / "_build" / "html" / "book" / "notebooks" / link.group(1)).resolve().is_file(), link.group(1)

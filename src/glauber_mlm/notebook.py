@@ -156,7 +156,7 @@ class Run:
         fig.savefig(self.out / f"{name}.png", dpi=130, bbox_inches="tight")
 
     def finish(self) -> dict:
+        """Write provenance.json (the page printed it already in its set-up cell; the execution page lists it too)."""
         info = self.provenance()
         (self.out / "provenance.json").write_text(json.dumps(info, indent=2, default=str))
-        self.show()
         return info

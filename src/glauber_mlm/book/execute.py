@@ -16,7 +16,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from . import cache
+from . import cache, page
 from . import publish as pub
 from .errors import NotebookFailed
 from .parameters import MODEL_KEYS, NOTEBOOKS, notebook_source, resolve_parameters
@@ -151,7 +151,7 @@ def run_notebook(
                              f"  the failed attempt is in {attempt}; the published results are unchanged", staged_nb) from None
     ipynb.unlink()
     tidy_streams(staged_nb)
-    _stamp(staged_nb, {**stamp, "run_id": run_id})
+    _finish_page(staged_nb, staged_dir, src, {**stamp, "run_id": run_id})
     found = pub.problems(staged_nb)
     if found:
         raise NotebookFailed(f"{name} finished without a complete run ({'; '.join(found)}); nothing was published.\n"
@@ -167,12 +167,14 @@ def prepare_parameters(src: Path, parameters: dict) -> dict:
     return resolve_parameters(src, params)
 
 
-def _stamp(notebook: Path, stamp: dict) -> None:
-    """Write the run id (it ties the page to its provenance.json) and the cache inputs into the notebook's metadata."""
+def _finish_page(notebook: Path, results: Path, src: Path, stamp: dict) -> None:
+    """Stamp the run id (it ties the page to its provenance.json) and the cache inputs; fold the machinery, add downloads."""
     import nbformat
 
     nb = nbformat.read(notebook, as_version=4)
     nb.metadata["glauber_mlm"] = stamp
+    page.fold_machinery(nb)
+    page.add_downloads(nb, results, src)
     nbformat.write(nb, notebook)
 
 
