@@ -18,8 +18,10 @@
 # shows both regimes with coupled chains: two copies started from independent real passages of n tokens
 # update the same site with maximally coupled tokens, and the first step at which they agree, the coupling
 # time T, bounds the distance to stationarity, d(t) ≤ P(T > t). This notebook measures T on a grid of
-# temperatures τ and lengths n, draws the phase diagram (paper Fig 2), and at high temperature fits
-# T ≈ C(τ) · n log n against the n and n² alternatives (paper Fig 3).
+# temperatures τ and lengths n and draws the phase diagram (paper Fig 2). A separate scaling study then runs
+# longer sequences at temperatures above the slow-to-fast boundary and asks which growth laws the coupling
+# times can and cannot tell apart: T ≈ C(τ) · n log n against n, n^1.5 and n², and a free exponent
+# T ≈ C · n^β (paper Fig 3).
 
 # %% tags=["parameters"]
 profile = "cpu"        # smoke (tests, < 1 min) | cpu (embedded model, offline) | paper (GPU, hub models)
@@ -32,6 +34,10 @@ lengths = None
 pairs = None           # passage pairs per (τ, n) cell and replicate
 budget = None          # coupling steps before a pair counts as not met (censored)
 passages = None        # "embedded" (data/passages.jsonl) | "ms_marco" (needs the internet)
+scaling_temperatures = None  # the scaling study: temperatures above the slow-to-fast boundary
+scaling_lengths = None       # … its lengths (at least two; a wide range separates n log n from its neighbours)
+scaling_pairs = None         # … passage pairs per (τ, n) cell
+scaling_budget = None        # … coupling steps before a pair counts as censored
 output_dir = None
 
 # %%
@@ -45,30 +51,46 @@ import glauber_mlm as gm
 from glauber_mlm.notebook import Run
 from glauber_mlm.passages import load_passages, passage_pairs
 from glauber_mlm.plots import interval_errorbar
-from glauber_mlm.stats import censored_median, censored_median_ci, fit_scaling_ci
+from glauber_mlm.stats import (censored_median, censored_median_ci, fit_exponent_ci, fit_scaling_ci, judge_laws,
+                               law_exponent, law_function, ratio_trend, slow_to_fast_boundary, tell_apart)
 
 PROFILES = {
     "smoke": dict(model=None, device=None, seed=0, seeds=1, temperatures=[1.0, 8.0], lengths=[3, 5], pairs=2,
-                  budget=60, passages="embedded"),
+                  budget=60, passages="embedded", scaling_temperatures=[8.0], scaling_lengths=[3, 5, 8], scaling_pairs=4,
+                  scaling_budget=200),
     "cpu":   dict(model=None, device=None, seed=0, seeds=2, temperatures=[0.75, 1.0, 1.5, 2.0, 3.0], lengths=[4, 8, 12, 16],
-                  pairs=8, budget=1000, passages="embedded"),
+                  pairs=8, budget=1000, passages="embedded", scaling_temperatures=[2.0, 3.0],
+                  scaling_lengths=[8, 16, 32, 64], scaling_pairs=10, scaling_budget=4000),
     "paper": dict(model="roberta-base", device=None, seed=0, seeds=5, temperatures=[0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0],
-                  lengths=[8, 16, 24, 32, 48, 64], pairs=20, budget=10_000, passages="ms_marco"),
+                  lengths=[8, 16, 24, 32, 48, 64], pairs=20, budget=10_000, passages="ms_marco",
+                  scaling_temperatures=[2.0, 2.5, 3.0], scaling_lengths=[16, 32, 64, 128], scaling_pairs=40,
+                  scaling_budget=40_000),
 }
 run = Run("02_high_temperature_mixing", profile, PROFILES, output_dir, model=model, device=device, seed=seed, seeds=seeds,
-          temperatures=temperatures, lengths=lengths, pairs=pairs, budget=budget, passages=passages)
+          temperatures=temperatures, lengths=lengths, pairs=pairs, budget=budget, passages=passages,
+          scaling_temperatures=scaling_temperatures, scaling_lengths=scaling_lengths, scaling_pairs=scaling_pairs,
+          scaling_budget=scaling_budget)
 mlm = gm.load_mlm(run["model"], device=run.device)  # clear error here for an unknown model
 taus = run.temperatures("temperatures")
+scaling_taus = run.temperatures("scaling_temperatures")
+for key in ("lengths", "scaling_lengths"):
+    value = run[key]
+    if (not isinstance(value, (list, tuple)) or not value or any(int(n) != n or not 2 <= n <= mlm.max_length for n in value)
+            or (key == "scaling_lengths" and len(set(value)) < 2)):
+        raise ValueError(f"{key} must be whole numbers of tokens in [2, {mlm.max_length}] for {mlm.name} "
+                         f"(at most its positions less its frame tokens; at least two for the scaling study), "
+                         f"got {value!r}.")
 ns = sorted(int(n) for n in run["lengths"])
-if not ns or ns[0] < 2 or ns[-1] > mlm.max_length or any(int(n) != n for n in run["lengths"]):
-    raise ValueError(f"lengths must be whole numbers of tokens in [2, {mlm.max_length}] for {mlm.name} "
-                     f"(at most its positions less its frame tokens), got {run['lengths']!r}.")
-for key in ("pairs", "seeds", "budget"):
+scaling_ns = sorted({int(n) for n in run["scaling_lengths"]})
+for key in ("pairs", "seeds", "budget", "scaling_pairs", "scaling_budget"):
     run.integer(key, 1)
 texts = load_passages(run["passages"])
 # starting pairs per (length, replicate): independent passages from distinct documents; fails here if too few
 starts = {(n, s): passage_pairs(mlm, texts, n, run["pairs"], seed=run["seed"] * 1_000_003 + s * 1009 + n)
           for n in ns for s in range(run["seeds"])}
+# the scaling study's pairs: fresh passages (another seed stream), one set per length shared by its temperatures
+scaling_starts = {n: passage_pairs(mlm, texts, n, run["scaling_pairs"], seed=run["seed"] * 1_000_003 + 7_777_777 + n)
+                  for n in scaling_ns}
 run.show()
 
 # %% [markdown]
@@ -143,59 +165,147 @@ run.save_figure(fig, "phase_diagram")
 # temperature at which the estimated Dobrushin influence crosses 1 on the same diagram).
 
 # %% [markdown]
-# ## At high temperature: T ≈ C(τ) · n log n
+# ## The scaling study: longer sequences above the boundary
 #
-# We fit the laws T ≈ C · f(n), f ∈ {n, n log n, n²}, to the median coupling time per length, at each
-# temperature where every length has a finite median. C comes with a 95% bootstrap interval over pairs
-# (pairs resampled within each length); R² is measured on log T, so the best law has the largest R².
+# On lengths up to 16 the growth laws n log n and n^1.5 differ by little: over n = 4…16 the local exponent of
+# n log n (the slope of log(n log n) against log n) is close to 1.5 itself, so no amount of pairs there
+# separates them. The scaling study runs its own lengths (`scaling_lengths`, up to 64 tokens in the cpu
+# profile) at the temperatures `scaling_temperatures`, chosen above the slow-to-fast boundary of the grid.
+# Each (τ, n) cell has `scaling_pairs` fresh passage pairs; one batch per length holds every temperature,
+# and pairs that have met leave the batch.
 
 # %%
-fit_taus = [tau for tau in taus if np.isfinite(phase[phase.temperature == tau].median_time).all()]
-fit_rows = []
-for tau in fit_taus if len(ns) >= 2 else []:
-    g = coupling[coupling.temperature == tau]
+boundary = slow_to_fast_boundary(*phase.groupby("temperature").median_time.max().reset_index().to_numpy().T)
+print(f"slow-to-fast boundary of the grid above (lowest τ from which every length couples): τ = {boundary:g}; "
+      f"scaling temperatures {', '.join(f'{t:g}' for t in scaling_taus)}"
+      + ("" if np.isfinite(boundary) and min(scaling_taus) > boundary
+         else " — not all above the boundary: read their fits as a regime near or inside the slow corner"))
+scaling_records, timing = [], []
+for n in scaling_ns:
+    x0, y0, _ = scaling_starts[n]
+    P = run["scaling_pairs"]
+    temps = torch.tensor([tau for tau in scaling_taus for _ in range(P)])
+    chain_seeds = (run["seed"] * 1000 + n) * 1_000_000 + 500_000 + torch.arange(len(temps))
+    started = pd.Timestamp.now()
+    res = gm.coupling_times(mlm, x0.repeat(len(scaling_taus), 1), y0.repeat(len(scaling_taus), 1), run["scaling_budget"],
+                            temperature=temps, seed=chain_seeds, progress=True)
+    timing.append((n, (pd.Timestamp.now() - started).total_seconds(), res.forward_rows))
+    scaling_records += [dict(temperature=float(tau), length=n, pair=k % P, time=int(t), met=bool(m),
+                             budget=run["scaling_budget"])
+                        for k, (tau, t, m) in enumerate(zip(temps.tolist(), res.times.tolist(), res.met.tolist()))]
+scaling_times = run.save_table(pd.DataFrame(scaling_records), "scaling_times")
+for n, seconds, rows in timing:
+    print(f"n = {n}: {len(scaling_taus) * run['scaling_pairs']} pairs of chains, {rows} rows of forwards, {seconds:.0f} s")
+(scaling_times.groupby(["temperature", "length"])
+ .apply(lambda g: pd.Series(dict(median_time=censored_median(g.time, g.met), met_fraction=g.met.mean())),
+        include_groups=False).unstack("length"))
+
+# %% [markdown]
+# ## Which laws can the coupling times tell apart?
+#
+# Per scaling temperature, on the per-length median coupling times (censored pairs as +∞):
+#
+# - **three fixed laws** T ≈ C · f(n), f ∈ {n, n log n, n²} (`stats.fit_scaling_ci`): C is fitted by least
+#   squares on log T (log C = mean of log T − log f(n)), with a 95% bootstrap interval over pairs resampled
+#   within each length, and R² is measured on log T too, so the best law has the largest R²;
+# - **a free exponent** T ≈ C · n^β (`stats.fit_exponent_ci`): the least-squares slope of log T on log n,
+#   with a 95% percentile bootstrap interval for β (pairs resampled within each length);
+# - **a trend test on T/(n log n)** (`stats.ratio_trend`): Kendall's τ between n and T/(n log n) over all
+#   pairs, with its two-sided p-value against "T/(n log n) has one distribution at every n", and the slope
+#   of log(median T/(n log n)) against log n with its bootstrap interval (0 for a flat ratio).
+#
+# **The decision rule, fixed before the runs** (`stats.judge_laws`, `stats.tell_apart`). Each law
+# f ∈ {n, n log n, n^1.5, n²} has a local exponent over the fitted lengths: the slope of log f(n) against
+# log n at those lengths (1, 2 and 1.5 for the powers; for n log n it lies between 1 and 1.5 and falls as
+# n grows). A law is **rejected** when the 95% interval for β excludes its local exponent; n log n is also
+# rejected when the trend test gives p < 0.05. Two laws are **told apart** when exactly one of them is
+# rejected, **cannot be told apart** when neither is, and **neither fits** when both are.
+
+# %%
+laws = ("n", "n log n", "n^1.5", "n^2")
+fit_rows, exp_rows, judged_rows, pair_rows = [], [], [], []
+for tau in scaling_taus:
+    g = scaling_times[scaling_times.temperature == tau]
     for law, (C, low, high, r2) in fit_scaling_ci(g.length, g.time, g.met, seed=run["seed"]).items():
         fit_rows.append(dict(temperature=tau, law=law, C=C, ci_low=low, ci_high=high, r2=r2))
+    beta = fit_exponent_ci(g.length, g.time, g.met, seed=run["seed"])
+    trend = ratio_trend(g.length, g.time, g.met, "n log n", seed=run["seed"])
+    exp_rows.append(dict(temperature=tau, lengths="–".join(str(n) for n in scaling_ns), pairs=run["scaling_pairs"],
+                         beta=beta["beta"], ci_low=beta["low"], ci_high=beta["high"], C=beta["C"], r2=beta["r2"],
+                         dropped_resamples=beta["dropped"], trend_slope=trend["slope"], trend_low=trend["low"],
+                         trend_high=trend["high"], kendall=trend["kendall"], trend_p=trend["p_value"]))
+    judged = judge_laws(g.length, g.time, g.met, laws, seed=run["seed"])
+    judged_rows += [dict(temperature=tau, **row) for row in judged]
+    pair_rows += [dict(temperature=tau, **row) for row in tell_apart(judged)]
 scaling = run.save_table(pd.DataFrame(fit_rows, columns=["temperature", "law", "C", "ci_low", "ci_high", "r2"]),
                          "scaling_fit")
-if not fit_rows:
-    print("no temperature has a finite median coupling time at every length: nothing to fit "
-          "(raise the temperatures or the budget).")
-scaling.pivot(index="temperature", columns="law", values="r2") if fit_rows else scaling
+exponent = run.save_table(pd.DataFrame(exp_rows), "exponent_fit")
+verdicts = run.save_table(pd.DataFrame(judged_rows), "law_verdicts")
+apart = run.save_table(pd.DataFrame(pair_rows), "laws_told_apart")
+for row in exp_rows:
+    tau = row["temperature"]
+    if not np.isfinite(row["beta"]):
+        print(f"τ = {tau:g}: some length has half or more of its pairs censored: no finite exponent (raise the budget).")
+        continue
+    r2 = scaling[scaling.temperature == tau].set_index("law").r2
+    print(f"τ = {tau:g}: β = {row['beta']:.2f} [{row['ci_low']:.2f}, {row['ci_high']:.2f}] over n = {row['lengths']} "
+          f"({row['pairs']} pairs per length); local exponents: "
+          + ", ".join(f"{law} {law_exponent(law, scaling_ns):.2f}" for law in laws))
+    print(f"   T/(n log n): Kendall τ = {row['kendall']:+.2f}, p = {row['trend_p']:.3g}; slope of log ratio on log n "
+          f"{row['trend_slope']:+.2f} [{row['trend_low']:+.2f}, {row['trend_high']:+.2f}]; "
+          f"R² on log T: " + ", ".join(f"{law} {r2[law]:.3f}" for law in r2.index))
+    v = verdicts[verdicts.temperature == tau]
+    print("   rejected: " + (", ".join(v.law[v.rejected]) or "none")
+          + "; not rejected: " + (", ".join(v.law[~v.rejected]) or "none"))
+    a = apart[apart.temperature == tau]
+    for verdict in ("told apart", "cannot tell apart", "neither fits"):
+        which = [f"{r.first} / {r.second}" for r in a[a.verdict == verdict].itertuples()]
+        if which:
+            print(f"   {verdict}: " + "; ".join(which))
+exponent
 
 # %%
 fig, axes = plt.subplots(1, 2, figsize=(11, 4))
-for tau in fit_taus:
-    g = coupling[coupling.temperature == tau]
+for tau in scaling_taus:
+    g = scaling_times[scaling_times.temperature == tau]
     rows = [(n, *censored_median_ci(c.time, c.met, seed=run["seed"])) for n, c in g.groupby("length")]
     n_, med, low, high = map(np.array, zip(*rows))
+    if not np.isfinite(med).all():
+        continue
     scale = n_ * np.log(n_)
     high = np.minimum(high, 11 * med)  # an infinite upper end (censored resamples) drawn as a long bar
     interval_errorbar(axes[0], n_, med / scale, low / scale, high / scale, marker="o", capsize=3, label=f"τ = {tau:g}")
     bars = interval_errorbar(axes[1], n_, med, low, high, marker="o", ls="none", capsize=3, label=f"τ = {tau:g}")
     fits = scaling[scaling.temperature == tau].set_index("law")
-    grid_n = np.linspace(n_.min(), n_.max(), 50)
+    free = exponent[exponent.temperature == tau].iloc[0]
+    grid_n = np.geomspace(n_.min(), n_.max(), 50)
     for law, style in (("n", ":"), ("n log n", "-"), ("n^2", "--")):
-        f = {"n": grid_n, "n log n": grid_n * np.log(grid_n), "n^2": grid_n**2}[law]
-        axes[1].plot(grid_n, fits.loc[law, "C"] * f, style, color=bars[0].get_color(), alpha=0.6, lw=1)
-axes[0].set(xlabel="length n", ylabel="median T / (n log n)", title="flat lines: T ∝ n log n")
+        axes[1].plot(grid_n, fits.loc[law, "C"] * law_function(law)(grid_n), style, color=bars[0].get_color(),
+                     alpha=0.6, lw=1)
+    axes[1].plot(grid_n, free.C * grid_n**free.beta, "-.", color=bars[0].get_color(), alpha=0.9, lw=1.5)
+axes[0].set(xscale="log", xlabel="length n", ylabel="median T / (n log n)", title="flat lines: T ∝ n log n")
 axes[1].set(xscale="log", yscale="log", xlabel="length n", ylabel="median coupling step T",
-            title="fits: n (dotted), n log n (solid), n² (dashed)")
+            title="fits: n (dotted), n log n (solid), n² (dashed), n^β (dash-dot)")
 for ax in axes:
     ax.legend(fontsize=8)
 fig.tight_layout()
 run.save_figure(fig, "scaling")
-scaling[scaling.law == "n log n"]
+verdicts
 
 # %% [markdown]
-# **What the figure shows.** Left: the median coupling time divided by n log n, with bootstrap 95% intervals
-# over pairs, against n for each temperature where every length coupled; a flat line is the n log n law, a
-# rising line means faster-than-n-log-n growth. Right: the medians on log–log axes with the three fitted laws.
-# The table gives C(τ) with its interval and R² for each law. Just above the slow-to-fast boundary the
-# growth can still be faster than n log n (the chain is close to the slow regime, and n² may fit best there);
-# the n log n law is the high-temperature regime, where the total influence is small. The paper (Fig 3, BERT-base-uncased) reports
-# T/(n log n) roughly constant in n at high temperature, with C(τ) decreasing as τ grows; the theorem predicts
-# C(τ) ≈ 1/δ(τ), where 1 − δ bounds the total influence.
+# **What the figure and tables show.** Left: the median coupling time divided by n log n, with bootstrap 95%
+# intervals over pairs, against n for each scaling temperature; a flat line is the n log n law, a rising line
+# faster growth. Right: the medians on log–log axes with the three fixed laws and the free power law. The
+# printed readings above give, per temperature, β with its interval beside the local exponents of the four
+# laws, the trend test on T/(n log n), R² of the fixed laws, and the verdicts of the decision rule: which laws
+# are rejected and which pairs of laws the data can and cannot tell apart. Neighbouring laws whose local
+# exponents differ by less than the width of the β interval cannot be told apart at this number of pairs and
+# this range of lengths, whatever the point estimate; a wider range of n or more pairs narrows the interval.
+# The paper (Fig 3, BERT-base-uncased) reports T/(n log n) roughly constant in n at high temperature, with
+# C(τ) decreasing as τ grows.
+
+# C(τ) is set beside the theorem's 1/δ(τ) in notebook 05, which measures the total influence (and runs
+# after this one, reading its table).
 
 # %%
 run.finish()

@@ -304,6 +304,35 @@ for _, row in crossing.iterrows():
 # estimates to compare τ* with.
 
 # %% [markdown]
+# **C(τ) and the theorem's 1/δ(τ).** Path coupling predicts T ≲ n log n / δ when the total influence is at most
+# 1 − δ with δ > 0, so notebook 02's fitted constant C(τ) of the n log n law is set beside 1/δ(τ) only where
+# the total influence measured here is below 1 at every length (δ > 0). This estimate is a lower bound on
+# Dobrushin's sum, so wherever it exceeds 1 the theorem gives no constant at all, and fast mixing there is not
+# explained by small total influence. Notebook 02's table is used only when it was computed with this run's
+# model, profile and forward dtype.
+
+# %%
+scaling_fit, scaling_source = run.upstream_table("02_high_temperature_mixing", "scaling_fit")
+if scaling_fit is None:
+    print(f"no comparison of C(τ) with 1/δ: {scaling_source}.")
+else:
+    nlogn = scaling_fit[scaling_fit.law == "n log n"].set_index("temperature")
+    for tau, row in nlogn.iterrows():
+        cells = total[np.isclose(total.temperature, tau)]
+        if cells.empty:
+            print(f"τ = {tau:g}: no total influence measured at this temperature (grid {taus}).")
+            continue
+        worst = cells.loc[cells.total_influence.idxmax()]
+        delta = 1 - worst.total_influence
+        c_text = f"C(τ) of n log n = {row.C:.2f} [{row.ci_low:.2f}, {row.ci_high:.2f}] ({scaling_source})"
+        if delta > 0:
+            print(f"τ = {tau:g}: δ ≤ 1 − {worst.total_influence:.2f} = {delta:.2f} (the estimate bounds the sum from below; "
+                  f"n = {worst.length:.0f}), so 1/δ ≥ {1 / delta:.2f}; {c_text}")
+        else:
+            print(f"τ = {tau:g}: total influence ≥ {worst.total_influence:.2f} > 1 at n = {worst.length:.0f} (δ ≤ 0): "
+                  f"the theorem gives no constant; {c_text}")
+
+# %% [markdown]
 # ## 3. Local margins along low-temperature chains
 #
 # `chain_passages` real passages of `chain_length` tokens start `seeds` chains each at every temperature in

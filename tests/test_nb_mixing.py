@@ -5,7 +5,7 @@ import pytest
 
 from glauber_mlm.book import NotebookFailed
 from glauber_mlm.hf import DEFAULT_MODEL
-from glauber_mlm.stats import censored_median
+from glauber_mlm.stats import censored_median, law_exponent
 from notebook_runner import execute
 
 NAME = "02_high_temperature_mixing"
@@ -44,6 +44,31 @@ def test_phase_diagram_has_the_columns_notebook_05_reads(out):
     assert (hot.met_fraction == 1).all() and (hot.median_time <= 10 * hot.length).all()
 
 
+def test_scaling_study_times_are_censored_at_its_budget(out):
+    t = pd.read_csv(out / "scaling_times.csv")
+    assert list(t.columns) == ["temperature", "length", "pair", "time", "met", "budget"]
+    assert set(t.temperature) == {8.0} and set(t.length) == {3, 5, 8} and len(t) == 3 * 4
+    assert ((t.time >= 1) & (t.time <= t.budget)).all() and (t.budget == 200).all()
+    assert (t.time[~t.met] == t.budget[~t.met]).all()
+
+
+def test_exponent_fit_and_verdicts(out):
+    exp = pd.read_csv(out / "exponent_fit.csv")
+    assert list(exp.columns) == ["temperature", "lengths", "pairs", "beta", "ci_low", "ci_high", "C", "r2",
+                                 "dropped_resamples", "trend_slope", "trend_low", "trend_high", "kendall", "trend_p"]
+    row = exp.iloc[0]
+    assert row.temperature == 8.0 and row.lengths == "3–5–8" and row.pairs == 4
+    assert row.ci_low <= row.beta <= row.ci_high and 0 <= row.trend_p <= 1
+    assert row.trend_slope == pytest.approx(row.beta - law_exponent("n log n", [3, 5, 8]))
+    v = pd.read_csv(out / "law_verdicts.csv")
+    assert list(v.law) == ["n", "n log n", "n^1.5", "n^2"]
+    for r in v.itertuples():  # the stated rule: rejected iff β's interval excludes the local exponent (or, for n log n, p < 0.05)
+        outside = not r.low <= r.exponent <= r.high
+        assert r.rejected == (outside or (r.law == "n log n" and r.trend_p < 0.05))
+    apart = pd.read_csv(out / "laws_told_apart.csv")
+    assert len(apart) == 6 and set(apart.verdict) <= {"told apart", "cannot tell apart", "neither fits"}
+
+
 def test_scaling_fit_rows(out):
     fit = pd.read_csv(out / "scaling_fit.csv")
     assert list(fit.columns) == ["temperature", "law", "C", "ci_low", "ci_high", "r2"]
@@ -63,3 +88,9 @@ def test_a_length_the_model_cannot_take_stops_the_first_cell(tmp_path):
     message = str(err.value)
     assert "first cell after the parameters" in message
     assert "ValueError" in message and "lengths must be whole numbers of tokens" in message
+
+
+def test_a_scaling_study_needs_two_lengths(tmp_path):
+    with pytest.raises(NotebookFailed) as err:
+        execute(NAME, tmp_path, scaling_lengths=[8])
+    assert "scaling_lengths must be whole numbers of tokens" in str(err.value)

@@ -146,15 +146,18 @@ SCALINGS = {"n": lambda n: n, "n log n": lambda n: n * np.log(n), "n^2": lambda 
 
 
 def fit_scaling(n, T) -> dict[str, tuple[float, float]]:
-    """For each law T ≈ C·f(n) (f = n, n log n, n²): least-squares C through the origin and R² on log T.
+    """For each law T ≈ C·f(n) (f = n, n log n, n²): (C, R²), both on the scale of log T.
 
-    R² is measured on log T, so small and large n weigh alike; the best law has the largest R².
+    C is the least-squares fit of log T = log C + log f(n), i.e. log C = mean(log T − log f(n)) (the geometric
+    mean of T/f(n)); R² = 1 − Σ(log T − log C·f(n))² / Σ(log T − mean log T)² on the same scale, so small and
+    large n weigh alike and the best law has the largest R² (it can be negative for a law that fits worse than a
+    constant).
     """
     n, T = np.asarray(n, float), np.asarray(T, float)
     out = {}
     for name, f in SCALINGS.items():
         x = f(n)
-        C = float(np.sum(x * T) / np.sum(x * x))
+        C = float(np.exp(np.mean(np.log(T) - np.log(x))))
         resid = np.log(T) - np.log(C * x)
         r2 = 1 - np.sum(resid**2) / np.sum((np.log(T) - np.log(T).mean()) ** 2)
         out[name] = (C, float(r2))
@@ -173,6 +176,17 @@ def censored_median_ci(times, met, level: float = 0.95, n_boot: int = 2000, seed
     return float(np.median(t)), float(low), float(high)
 
 
+def pairs_by_length(n, times, met=None) -> tuple[np.ndarray, list[np.ndarray]]:
+    """(lengths, times per length) with censored pairs (met False) at +∞; at least two lengths are required."""
+    n, times = np.asarray(n, float), np.asarray(times, float)
+    met = np.ones(n.shape, bool) if met is None else np.asarray(met, bool)
+    t = np.where(met, times, np.inf)
+    lengths = np.unique(n)
+    if lengths.size < 2:
+        raise ValueError(f"fitting a law in n needs at least two lengths, got {lengths.tolist()}.")
+    return lengths, [t[n == m] for m in lengths]
+
+
 def fit_scaling_ci(n, times, met=None, level: float = 0.95, n_boot: int = 1000, seed: int = 0
                    ) -> dict[str, tuple[float, float, float, float]]:
     """Per law (n, n log n, n²): (C, low, high, R²) for T ≈ C·f(n) fitted to the censored median T per length.
@@ -181,19 +195,13 @@ def fit_scaling_ci(n, times, met=None, level: float = 0.95, n_boot: int = 1000, 
     on the per-length medians; the interval resamples pairs within each length (percentile bootstrap).
     A median beyond the budget (half or more censored) makes C infinite: no finite fit exists there.
     """
-    n, times = np.asarray(n, float), np.asarray(times, float)
-    met = np.ones(n.shape, bool) if met is None else np.asarray(met, bool)
-    t = np.where(met, times, np.inf)
-    lengths = np.unique(n)
-    if lengths.size < 2:
-        raise ValueError(f"fitting a scaling law needs at least two lengths, got {lengths.tolist()}.")
+    lengths, groups = pairs_by_length(n, times, met)
 
     def fit(medians: np.ndarray) -> dict[str, tuple[float, float]]:
         if not np.isfinite(medians).all():
             return {law: (np.inf, np.nan) for law in SCALINGS}
         return fit_scaling(lengths, medians)
 
-    groups = [t[n == m] for m in lengths]
     point = fit(np.array([np.median(g) for g in groups]))
     rng = np.random.default_rng(seed)
     boot_medians = np.stack([np.median(g[rng.integers(0, g.size, (n_boot, g.size))], axis=1) for g in groups], 1)
@@ -206,4 +214,125 @@ def fit_scaling_ci(n, times, met=None, level: float = 0.95, n_boot: int = 1000, 
     for law, (C, r2) in point.items():
         low, high = np.quantile(boots[law], [tail, 1 - tail], method="inverted_cdf")
         out[law] = (C, float(low), float(high), r2)
+    return out
+
+
+def law_function(law: str):
+    """f(n) for a law's name: one of `SCALINGS` ('n', 'n log n', 'n^2') or any power 'n^p' (e.g. 'n^1.5')."""
+    if law in SCALINGS:
+        return SCALINGS[law]
+    if isinstance(law, str) and law.startswith("n^"):
+        try:
+            p = float(law[2:])
+        except ValueError:
+            p = None
+        if p is not None:
+            return lambda n: np.asarray(n, float) ** p
+    raise ValueError(f"unknown law {law!r}: use one of {list(SCALINGS)} or a power such as 'n^1.5'.")
+
+
+def law_exponent(law: str, lengths) -> float:
+    """The law's local exponent over `lengths`: the least-squares slope of log f(n) on log n at those lengths.
+
+    It is what the free exponent β of `fit_exponent` reads for noiseless T = C·f(n) on the same lengths:
+    1 for n, 2 for n², p for n^p; for n log n it is 1 + (slope of log log n), which falls towards 1 as n grows
+    (1.50 over n = 4, 8, 12, 16, indistinguishable from n^1.5 there; 1.33 over n = 8…64).
+    """
+    n = np.unique(np.asarray(lengths, float))
+    if n.size < 2 or (n <= 1).any():
+        raise ValueError(f"a local exponent needs at least two lengths above 1, got {n.tolist()}.")
+    x, y = np.log(n), np.log(law_function(law)(n))
+    return float(np.polyfit(x, y, 1)[0])
+
+
+def fit_exponent(n, T) -> tuple[float, float, float]:
+    """(β, C, R²): the free power law T ≈ C·n^β, least squares of log T on log n (R² on log T)."""
+    n, T = np.asarray(n, float), np.asarray(T, float)
+    if np.unique(n).size < 2:
+        raise ValueError(f"fitting an exponent needs at least two lengths, got {np.unique(n).tolist()}.")
+    x, y = np.log(n), np.log(T)
+    beta, logC = np.polyfit(x, y, 1)
+    resid = y - (logC + beta * x)
+    r2 = 1 - np.sum(resid**2) / np.sum((y - y.mean()) ** 2)
+    return float(beta), float(np.exp(logC)), float(r2)
+
+
+def fit_exponent_ci(n, times, met=None, level: float = 0.95, n_boot: int = 2000, seed: int = 0) -> dict[str, float]:
+    """The free exponent of T ≈ C·n^β fitted to the censored median T per length, with a bootstrap interval.
+
+    One entry per pair (length `n`, coupling time, met). β, C and R² come from `fit_exponent` on the
+    per-length medians (censored pairs count as +∞, see `censored_median`); the percentile interval for β
+    resamples pairs within each length. A resample whose median is censored at some length has no finite
+    fit: it is dropped from the interval and counted in `dropped`. Returns dict(beta, low, high, C, r2,
+    dropped); all nan when the medians themselves are not all finite.
+    """
+    lengths, groups = pairs_by_length(n, times, met)
+    medians = np.array([np.median(g) for g in groups])
+    nan = float("nan")
+    if not np.isfinite(medians).all():
+        return dict(beta=nan, low=nan, high=nan, C=nan, r2=nan, dropped=n_boot)
+    beta, C, r2 = fit_exponent(lengths, medians)
+    rng = np.random.default_rng(seed)
+    boot = np.stack([np.median(g[rng.integers(0, g.size, (n_boot, g.size))], axis=1) for g in groups], 1)
+    ok = np.isfinite(boot).all(1)
+    x = np.log(lengths) - np.log(lengths).mean()
+    slopes = np.log(boot[ok]) @ x / (x @ x)  # least-squares slope of each resample, vectorised
+    tail = (1 - level) / 2
+    low, high = np.quantile(slopes, [tail, 1 - tail]) if slopes.size else (nan, nan)
+    return dict(beta=beta, low=float(low), high=float(high), C=C, r2=r2, dropped=int((~ok).sum()))
+
+
+def ratio_trend(n, times, met=None, law: str = "n log n", level: float = 0.95, n_boot: int = 2000, seed: int = 0
+                ) -> dict[str, float]:
+    """Is T/f(n) flat in n? Two readings of a trend in the ratio of coupling time to the law f.
+
+    - `slope` (with percentile bootstrap interval `low`, `high`, pairs resampled within each length): the
+      least-squares slope of log(median T / f(n)) on log n, which equals β − `law_exponent(law, lengths)` for
+      the free exponent β of `fit_exponent_ci` (same resamples for the same seed); 0 for a flat ratio;
+    - `kendall`, `p_value`: Kendall's τ_b between n and T/f(n) over all pairs (censored pairs as +∞, which
+      ranks them above every met pair) and its two-sided p-value, testing that T/f(n) has one distribution
+      at every n (T = f(n)·X with the same X at each length). Rank based: heavy tails do not sway it.
+    """
+    from scipy.stats import kendalltau, rankdata
+
+    n, times = np.asarray(n, float), np.asarray(times, float)
+    met = np.ones(n.shape, bool) if met is None else np.asarray(met, bool)
+    beta = fit_exponent_ci(n, times, met, level=level, n_boot=n_boot, seed=seed)
+    shift = law_exponent(law, n)
+    ratio = np.where(met, times, np.inf) / law_function(law)(n)
+    ranks = rankdata(ratio)  # ties (e.g. censored pairs) share their mean rank
+    tau, p = kendalltau(n, ranks) if np.ptp(ranks) > 0 else (0.0, 1.0)  # one ratio everywhere: perfectly flat
+    return dict(slope=beta["beta"] - shift, low=beta["low"] - shift, high=beta["high"] - shift,
+                kendall=float(tau), p_value=float(p))
+
+
+def judge_laws(n, times, met=None, laws=("n", "n log n", "n^1.5", "n^2"), level: float = 0.95,
+               n_boot: int = 2000, seed: int = 0, trend_law: str = "n log n") -> list[dict]:
+    """The decision rule for which scaling laws the coupling times rule out, one row per law.
+
+    A law is rejected when the `level` bootstrap interval of the free exponent β (`fit_exponent_ci`) excludes
+    its local exponent over the fitted lengths (`law_exponent`); `trend_law` (n log n) is also rejected when
+    Kendall's test of a flat T/f(n) (`ratio_trend`) gives p < 1 − level. Rows: law, exponent, beta, low, high,
+    trend_p (nan except for `trend_law`), rejected. With censored medians (β nan) nothing is rejected.
+    """
+    fit = fit_exponent_ci(n, times, met, level=level, n_boot=n_boot, seed=seed)
+    rows = []
+    for law in laws:
+        e = law_exponent(law, n)
+        outside = bool(np.isfinite(fit["low"]) and not fit["low"] <= e <= fit["high"])
+        p = ratio_trend(n, times, met, law, level, n_boot, seed)["p_value"] if law == trend_law else float("nan")
+        rows.append(dict(law=law, exponent=e, beta=fit["beta"], low=fit["low"], high=fit["high"], trend_p=p,
+                         rejected=outside or bool(np.isfinite(fit["low"]) and p < 1 - level)))
+    return rows
+
+
+def tell_apart(judged: list[dict]) -> list[dict]:
+    """For each two laws of `judge_laws`'s rows: 'told apart' when exactly one is rejected, 'neither fits' when
+    both are, 'cannot tell apart' when neither is. Rows: first, second, verdict."""
+    out = []
+    for i, a in enumerate(judged):
+        for b in judged[i + 1:]:
+            k = int(a["rejected"]) + int(b["rejected"])
+            out.append(dict(first=a["law"], second=b["law"],
+                            verdict=("cannot tell apart", "told apart", "neither fits")[k]))
     return out
