@@ -10,7 +10,9 @@ Measures, in one run:
   * bf16 vs fp32 conditionals (total variation) on the model;
   * exact speculative sites: consumed steps per second against k and τ;
   * the coupling runner on pairs that mostly meet early (forward rows saved by dropping met pairs);
-  * the rectangle test (forward rows per rectangle after dedupe).
+  * the rectangle test (forward rows per rectangle after dedupe);
+  * memory: the peak resident memory of a `glauber` call (in a fresh process) against chains × steps,
+    beside the estimate the call checks before it starts (`sampling.kept_bytes`).
 
 Every number is the median of `--reps` timed repetitions after one warm-up. Results go to
 `benchmarks/results/*.csv` and `benchmarks/results/throughput_vs_batch.png`.
@@ -402,6 +404,35 @@ def plot(grid: pd.DataFrame, path: Path) -> None:
     fig.savefig(path, dpi=120)
 
 
+_MEMORY_CHILD = """
+import resource, sys, torch
+from glauber_mlm import exact, glauber
+B, n, steps = (int(v) for v in sys.argv[1:4])
+model = exact.potts_chain(n, q=4, coupling=0.3)
+init = torch.zeros(B, n, dtype=torch.long)
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+glauber(model, init, steps, temperature=1.0, seed=0)
+print(before, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+"""
+
+
+def memory(cells, n: int) -> pd.DataFrame:
+    """Peak resident memory of one `glauber` call per (chains, steps) cell, each in a fresh process, on an exact
+    Potts chain (the forward is negligible, so what is measured is what the call keeps), against `kept_bytes`."""
+    import subprocess
+
+    from glauber_mlm.sampling import kept_bytes
+
+    rows = []
+    for B, steps in cells:
+        out = subprocess.run([sys.executable, "-c", _MEMORY_CHILD, str(B), str(n), str(steps)], capture_output=True,
+                             text=True, check=True).stdout.split()
+        before, after = (int(v) * 1024 for v in out)  # ru_maxrss is in KiB on Linux
+        rows.append(dict(chains=B, n=n, steps=steps, chain_steps=B * steps, estimate_mib=kept_bytes(B, n, steps) / 2**20,
+                         peak_rise_mib=(after - before) / 2**20))
+    return pd.DataFrame(rows)
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--models", nargs="+", default=["embedded", "bert-base-random"])
@@ -414,7 +445,8 @@ def main(argv=None) -> None:
     ap.add_argument("--peak-per-cell", action=argparse.BooleanOptionalAction, default=True,
                     help="re-measure the matmul peak beside every grid cell (a shared machine's load drifts)")
     ap.add_argument("--target", type=float, default=1.0, help="seconds per timed repetition (sets steps)")
-    ap.add_argument("--sections", nargs="+", default=["peak", "grid", "ablation", "quality", "speculation", "coupling", "rectangle"])
+    ap.add_argument("--sections", nargs="+", default=["peak", "grid", "ablation", "quality", "speculation", "coupling", "rectangle",
+                                                      "memory"])
     ap.add_argument("--device", default=None)
     ap.add_argument("--quick", action="store_true", help="tiny grid for a smoke run")
     ap.add_argument("--out", type=Path, default=RESULTS)
@@ -469,6 +501,12 @@ def main(argv=None) -> None:
         print("rectangle", flush=True)
         rc = rectangles(first, 16 if args.quick else 32, 8 if args.quick else 64, 4, 1)
         rc.to_csv(args.out / f"rectangle{tag}.csv", index=False)
+    if "memory" in args.sections:
+        print("memory", flush=True)
+        cells = [(64, 1000), (64, 10_000)] if args.quick else [(64, 1000), (64, 10_000), (256, 10_000), (1024, 10_000)]
+        mem = memory(cells, n=32)
+        mem.to_csv(args.out / f"memory{tag}.csv", index=False)
+        print(mem.to_string(index=False), flush=True)
     print(f"done in {time.time() - t_start:.0f} s; results in {args.out}", flush=True)
 
 

@@ -3,7 +3,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from glauber_mlm.book import NotebookFailed
+from glauber_mlm import political
+from glauber_mlm.book import BookError, NotebookFailed
 from glauber_mlm.hf import DEFAULT_MODEL
 from notebook_runner import execute
 
@@ -30,6 +31,32 @@ def test_score_accuracy(out):
 
 
 @needs_model
+def test_document_roles_and_base_rate(out):
+    r = pd.read_csv(out / "document_roles.csv")
+    assert set(r.text_set) == {"all starting passages", "chosen starts", "labelled text (score)"}
+    assert set(r[r.text_set != "labelled text (score)"].roles) == {"passages"}  # none of the MLM's training text
+    assert set(r[r.text_set == "labelled text (score)"].roles) == {"political"}
+    assert r[r.text_set == "chosen starts"].rows.sum() == 2 * STARTS
+    b = pd.read_csv(out / "base_rate.csv").set_index("passages")
+    assert list(b.index) == ["all passages", "topic politics", "other topics"]
+    assert b.loc["all passages", "n"] == b.loc["topic politics", "n"] + b.loc["other topics", "n"] == 300
+    assert ((0 <= b.ci_low) & (b.ci_low <= b.fraction) & (b.fraction <= b.ci_high) & (b.ci_high <= 1)).all()
+    # the score calls political passages political far more often than the others
+    assert b.loc["topic politics", "ci_low"] > b.loc["other topics", "ci_high"]
+
+
+@needs_model
+def test_trend_table(out):
+    c = pd.read_csv(out / "trend.csv")
+    assert set(c.quantity) == {"time_in_region", "escaped"}
+    assert (c.tau_a < c.tau_b).all() and set(c.tau_a) | set(c.tau_b) <= set(TEMPS)
+    assert ((c.ci_low <= c.difference + 1e-12) & (c.difference <= c.ci_high + 1e-12)).all()
+    assert np.allclose(c.difference, c.mean_a - c.mean_b)
+    assert set(c.reading) <= {"higher", "lower", "indistinguishable"}
+    assert ((c.reading == "higher") == (c.ci_low > 0)).all() and ((c.reading == "lower") == (c.ci_high < 0)).all()
+
+
+@needs_model
 def test_time_in_region(out):
     t = pd.read_csv(out / "time_in_region.csv")
     assert list(t.columns[:6]) == ["temperature", "start", "chains", "fraction", "ci_low", "ci_high"]
@@ -52,6 +79,7 @@ def test_escape_times(out):
     # Kaplan–Meier median: reached exactly when half the chains escaped (censoring at the run length only)
     assert (np.isfinite(e.median_escape_step) == (e.escaped >= e.chains / 2)).all()
     assert ((e.median_ci_low <= e.median_escape_step) & (e.median_escape_step <= e.median_ci_high)).all()
+    assert (e.first_sweep.isna() == (e.escaped == 0)).all() and e.first_sweep.dropna().between(0, 1).all()
     for fig in ("time_in_region", "escape_times"):
         assert (out / f"{fig}.png").is_file()
 
@@ -59,7 +87,6 @@ def test_escape_times(out):
 @needs_model
 @pytest.mark.parametrize("params, expected", [
     (dict(method="svm"), "method must be one of"),
-    (dict(temperatures=[0.5, -1.0]), "temperatures must be a list of at least 1 finite temperatures > 0"),
     (dict(starts=100000), "passages from distinct documents have"),
 ])
 def test_bad_parameters_stop_the_first_cell(tmp_path, params, expected):
@@ -67,3 +94,39 @@ def test_bad_parameters_stop_the_first_cell(tmp_path, params, expected):
         execute(NAME, tmp_path, **params)
     assert "first cell after the parameters" in str(err.value)
     assert expected in str(err.value)
+
+
+def test_a_negative_temperature_is_refused_before_a_kernel_starts(tmp_path):
+    with pytest.raises(BookError, match=r"temperatures must be > 0") as err:
+        execute(NAME, tmp_path, temperatures=[0.5, -1.0])
+    assert not isinstance(err.value, NotebookFailed)
+
+
+def test_fraction_ci_is_wilson_over_single_units_and_resamples_units_otherwise():
+    p, lo, hi = political.fraction_ci([0, 0, 0], ["a", "b", "c"])
+    assert p == 0 and lo == 0 and 0 < hi < 1                      # Wilson, not a collapsed bootstrap
+    p, lo, hi = political.fraction_ci([1, 1, 0, 0], ["a", "a", "b", "b"])
+    assert p == 0.5 and lo == 0 and hi == 1                       # two units, each all-in or all-out
+    with pytest.raises(ValueError, match="one unit per value"):
+        political.fraction_ci([1, 0], ["a"])
+
+
+def test_temperature_contrasts_pair_starts_and_read_the_trend():
+    rng = np.random.default_rng(0)
+    rows = [dict(temperature=t, start_id=s, v=float(rng.random() < p)) for t, p in ((0.1, 0.9), (0.5, 0.2), (1.0, 0.9))
+            for s in range(60)]
+    c = political.temperature_contrasts(pd.DataFrame(rows), "v", seed=0).set_index(["tau_a", "tau_b"])
+    assert list(c.index) == [(0.1, 0.5), (0.1, 1.0), (0.5, 1.0)] and (c.starts == 60).all()
+    assert c.loc[(0.1, 0.5), "reading"] == "higher" and c.loc[(0.5, 1.0), "reading"] == "lower"
+    assert political.trend_verdict(c.reset_index()) == "not monotone"
+    assert political.trend_verdict(c.reset_index().iloc[:1]) == "falls as τ rises"
+    assert political.trend_verdict(c.reset_index().iloc[1:2]) == "not resolved"
+
+
+def test_document_roles_recompute_the_build_split():
+    rows = [dict(doc_id="bbc/politics/001", source="bbc"), dict(doc_id="bbc/politics/001", source="bbc")]
+    r = political.document_roles({"x": rows})
+    assert r.rows.tolist() == [2] and r.documents.tolist() == [1]
+    from glauber_mlm.data import Doc, role_of
+    assert r.roles.tolist() == [role_of(Doc("bbc/politics/001", "bbc", None))]
+    assert political.shared_documents(rows, [dict(doc_id="bbc/politics/001")]) == {"bbc/politics/001"}

@@ -4,14 +4,17 @@ import pandas as pd
 import pytest
 
 from glauber_mlm.book import NotebookFailed
+from glauber_mlm.book.errors import BookError
 from glauber_mlm.hf import DEFAULT_MODEL
 from notebook_runner import execute
 
 NAME = "03_metastability_traps"
 needs_model = pytest.mark.skipif(not (DEFAULT_MODEL / "model.safetensors").is_file(),
                                  reason="the embedded default model is not built yet")
-# smoke profile: seeds=2 chains of steps=60 recorded every 4; temperatures [0.1, 1.0] × chains=4; deltas [0.5, 1.0]
-SEEDS, STEPS, EVERY, TEMPS, CHAINS, DELTAS = 2, 60, 4, [0.1, 1.0], 4, [0.5, 1.0]
+# smoke profile: starts [0, 1] × seeds=1 chains of steps=60 recorded every 4, at τ = 0.1 and the control τ = 2;
+# temperatures [0.1, 1.0] × chains=4; radius and δ calibrated as quantiles (identical levels in every profile)
+PAIRS, STEPS, EVERY, TEMPS, CHAINS, MIN_DWELL = 2, 60, 4, [0.1, 1.0], 4, 12
+RADIUS_Q, PANEL_Q, DELTA_Q = 0.9, [0.5, 0.75, 0.9, 0.95, 0.99], [0.1, 0.25, 0.5]
 
 
 @pytest.fixture(scope="module")
@@ -33,30 +36,75 @@ def test_trajectory_table(out):
 
 
 @needs_model
+def test_calibration_table(out):
+    c = pd.read_csv(out / "calibration.csv")
+    assert list(c.columns) == ["threshold", "source", "level", "value", "sample"]
+    radius = c[c.source == "one-token jitter"]
+    assert radius.level.tolist() == PANEL_Q and (radius.threshold == "trap radius").sum() == 1
+    assert radius[radius.threshold == "trap radius"].level.item() == RADIUS_Q
+    assert (np.diff(radius.value) >= 0).all() and radius.value.between(0, 2).all()  # quantiles of unit-vector distances
+    delta = c[c.source == "independent passages"]
+    assert delta.level.tolist() == DELTA_Q and (np.diff(delta.value) >= 0).all() and delta.value.between(0, 2).all()
+    assert (delta["sample"] == 16 * 15 // 2).all() and (radius["sample"] == 16 * 4).all()  # 16 passages, 4 neighbours
+    assert (out / "calibration.png").is_file()
+
+
+@needs_model
 def test_traps_tables(out):
+    radius = pd.read_csv(out / "calibration.csv").query("threshold == 'trap radius'").value.item()
     traps = pd.read_csv(out / "traps.csv")
-    assert list(traps.columns[:5]) == ["seed", "start_step", "end_step", "dwell", "escaped"]
+    assert list(traps.columns[:9]) == ["kind", "temperature", "start_passage", "seed", "chain", "start_step",
+                                       "end_step", "dwell", "escaped"]
     assert "entry_text" in traps.columns
     if len(traps):
-        assert (traps.dwell == traps.end_step - traps.start_step).all() and (traps.dwell >= 12).all()
-        assert traps.end_step.le(STEPS).all() and traps.seed.isin([0, 1]).all()
+        assert (traps.dwell == traps.end_step - traps.start_step).all() and (traps.dwell >= MIN_DWELL).all()
+        assert traps.end_step.le(STEPS).all() and traps.chain.between(0, 2 * PAIRS - 1).all()
+        assert (traps.kind == np.where(traps.chain < PAIRS, "low τ", "control")).all()
         assert (~traps.escaped == (traps.end_step == STEPS)).all()
-    counts = pd.read_csv(out / "trap_counts.csv").iloc[0]
-    assert counts.seeds == SEEDS and counts.ci_low <= counts.traps_per_chain <= counts.ci_high
-    assert counts.traps_per_chain == pytest.approx(len(traps) / SEEDS)
-    assert 0 <= counts.time_trapped <= 1 and counts.escaped + counts.censored == len(traps)
-    if len(traps):  # Kaplan–Meier median of the dwell: censored traps count as still going, never as observed
-        assert counts.median_dwell_ci_low <= counts.median_dwell <= counts.median_dwell_ci_high
-        if counts.escaped == 0:
-            assert np.isinf(counts.median_dwell) and counts.median_dwell_ci_low == traps.dwell.max()
+    counts = pd.read_csv(out / "trap_counts.csv")
+    assert counts.kind.tolist() == ["low τ", "control"] and counts.temperature.tolist() == [0.1, 2.0]
+    assert (counts.chains == PAIRS).all() and np.allclose(counts.radius, radius) and (counts.radius_quantile == RADIUS_Q).all()
+    for _, row in counts.iterrows():
+        mine = traps[traps.kind == row.kind]
+        assert row.ci_low <= row.traps_per_chain <= row.ci_high
+        assert row.traps_per_chain == pytest.approx(len(mine) / PAIRS)
+        assert row.time_trapped == pytest.approx(mine.dwell.sum() / (PAIRS * STEPS))
+        assert 0 <= row.time_trapped <= 1 and row.escaped + row.censored == len(mine)
+        if len(mine):  # Kaplan–Meier median of the dwell: censored traps count as still going, never as observed
+            assert row.median_dwell_ci_low <= row.median_dwell <= row.median_dwell_ci_high
+            if row.escaped == 0:
+                assert np.isinf(row.median_dwell) and row.median_dwell_ci_low == mine.dwell.max()
+    by_chain = pd.read_csv(out / "time_trapped_by_chain.csv")
+    assert len(by_chain) == PAIRS and np.isclose(by_chain.time_trapped_low.mean(), counts.time_trapped[0])
     assert (out / "traps.png").is_file()
+
+
+@needs_model
+def test_sensitivity_panel_and_criterion(out):
+    sens = pd.read_csv(out / "trap_sensitivity.csv")
+    assert sorted(set(sens.radius_quantile)) == PANEL_Q and len(sens) == 2 * len(PANEL_Q)
+    for _, g in sens.groupby("kind"):  # radii in the order of their quantile levels
+        g = g.sort_values("radius_quantile")
+        assert (np.diff(g.radius) >= 0).all() and g.time_trapped.between(0, 1).all()
+    counts = pd.read_csv(out / "trap_counts.csv")
+    at_r = sens[sens.radius_quantile == RADIUS_Q].reset_index(drop=True)
+    assert np.allclose(at_r.time_trapped, counts.time_trapped) and np.allclose(at_r.traps_per_chain, counts.traps_per_chain)
+    crit = pd.read_csv(out / "trap_criterion.csv")
+    assert crit.radius_quantile.tolist() == PANEL_Q and crit.primary.sum() == 1
+    assert crit[crit.primary].radius_quantile.item() == RADIUS_Q
+    assert np.allclose(crit.difference, crit.time_trapped_low - crit.time_trapped_control)
+    assert ((crit.ci_low <= crit.difference) & (crit.difference <= crit.ci_high)).all()
+    assert (crit.separates == (crit.ci_low > 0)).all() and (crit.pairs == PAIRS).all()
+    assert (out / "trap_sensitivity.png").is_file()
 
 
 @needs_model
 def test_escape_fraction_table(out):
     e = pd.read_csv(out / "escape_fraction.csv")
     assert list(e.columns[:7]) == ["temperature", "chains", "reached", "fraction", "ci_low", "ci_high", "delta"]
-    assert sorted(set(e.temperature)) == TEMPS and sorted(set(e.delta)) == DELTAS and len(e) == 4
+    assert sorted(set(e.temperature)) == TEMPS and sorted(set(e.delta_quantile)) == DELTA_Q and len(e) == 6
+    calibrated = pd.read_csv(out / "calibration.csv").query("source == 'independent passages'")
+    assert np.allclose(sorted(set(e.delta)), calibrated.value)
     assert (e.chains == CHAINS).all() and e.reached.between(0, CHAINS).all()
     assert np.allclose(e.fraction, e.reached / e.chains)
     assert ((0 <= e.ci_low) & (e.ci_low <= e.fraction) & (e.fraction <= e.ci_high) & (e.ci_high <= 1)).all()
@@ -73,12 +121,19 @@ def test_escape_fraction_table(out):
 @needs_model
 @pytest.mark.parametrize("params, expected", [
     (dict(length=10000), "length=10000 tokens is more than"),
-    (dict(deltas=[3.0]), "deltas and radius are distances between unit vectors"),
+    (dict(delta_quantiles=[1.5]), "delta_quantiles are quantile levels"),
+    (dict(radius_quantile=1.5), "radius_quantile are quantile levels"),
+    (dict(control_temperature=0.05), "must be above temperature"),
+    (dict(starts=[0, 0]), "starts must be a non-empty list of distinct"),
     (dict(steps=5, record_every=10), "steps must be an integer ≥ 20"),
-    (dict(embedder="/no/such/embedder"), "no sentence-transformers folder"),
 ])
 def test_bad_parameters_stop_the_first_cell(tmp_path, params, expected):
     with pytest.raises(NotebookFailed) as err:
         execute(NAME, tmp_path, **params)
     assert "first cell after the parameters" in str(err.value)
     assert expected in str(err.value)
+
+
+def test_a_missing_embedder_folder_is_refused_before_any_kernel(tmp_path):
+    with pytest.raises(BookError, match="no model folder at /no/such/embedder"):
+        execute(NAME, tmp_path, embedder="/no/such/embedder")

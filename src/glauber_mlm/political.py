@@ -100,3 +100,104 @@ def subsample(rows: list[dict], limit: int | None, seed: int = 0, key: str = "la
         take = max(1, round(limit * idx.size / len(rows)))
         keep.extend(rng.choice(idx, size=min(take, idx.size), replace=False).tolist())
     return [rows[i] for i in sorted(keep)]
+
+
+# ---------------------------------------------------------------- separation of the text sets
+
+def document_roles(text_sets: dict[str, list[dict]]) -> pd.DataFrame:
+    """Per text set and source: rows, documents, and the role(s) `data.role_of` gives their documents.
+
+    `data.role_of` is the hash of a document id that assigned every document exactly one role (MLM training
+    text, MLM held-out text, starting passages, political text) when data/ was built; recomputing it here
+    checks, document by document, that a set holds no document of another role (e.g. none of 'train').
+    """
+    from .data import Doc, role_of
+
+    rows = []
+    for name, texts in text_sets.items():
+        frame = pd.DataFrame({"source": [r.get("source") for r in texts], "doc_id": [r.get("doc_id") for r in texts]})
+        for source, g in frame.groupby("source", sort=True):
+            docs = sorted(set(g.doc_id))
+            roles = sorted({role_of(Doc(d, source, None)) for d in docs})
+            rows.append(dict(text_set=name, source=source, rows=len(g), documents=len(docs), roles="+".join(roles)))
+    return pd.DataFrame(rows)
+
+
+def shared_documents(a: list[dict], b: list[dict]) -> set:
+    """The document ids (`doc_id`) that appear in both lists of rows."""
+    return {r.get("doc_id") for r in a} & {r.get("doc_id") for r in b}
+
+
+# ---------------------------------------------------------------- intervals over starting passages
+
+def fraction_ci(values, units, level: float = 0.95, n_boot: int = 2000, seed: int = 0) -> tuple[float, float, float]:
+    """(mean, low, high) of per-chain values in [0, 1] whose independent units are `units` (starting passages).
+
+    Chains of one unit (seeds of one start, passages of one document) are not independent, so the interval
+    resamples units: with one 0/1 value per unit it is the Wilson interval over units (exact at 0 and 1,
+    where a bootstrap collapses); otherwise a percentile bootstrap of the mean over resampled units, each
+    unit weighted by its number of chains (so the estimate is the plain mean over chains).
+    """
+    values, units = np.asarray(values, dtype=float), np.asarray(units)
+    if values.size == 0 or values.shape != units.shape:
+        raise ValueError(f"need one unit per value, got {values.shape} values and {units.shape} units.")
+    labels, inverse = np.unique(units, return_inverse=True)
+    binary = np.isin(values, (0.0, 1.0)).all()
+    if binary and labels.size == values.size:
+        p, lo, hi = proportion_ci(int(values.sum()), int(values.size), level)
+        return p, min(lo, p), max(hi, p)  # rounding at p = 0 or 1
+    sums, counts = np.bincount(inverse, values), np.bincount(inverse).astype(float)
+    rng = np.random.default_rng(seed)
+    pick = rng.integers(0, labels.size, (n_boot, labels.size))
+    boots = sums[pick].sum(1) / counts[pick].sum(1)
+    tail = (1 - level) / 2
+    return float(values.mean()), float(np.quantile(boots, tail)), float(np.quantile(boots, 1 - tail))
+
+
+def temperature_contrasts(chains: pd.DataFrame, value: str, unit: str = "start_id", temperature: str = "temperature",
+                          level: float = 0.95, n_boot: int = 2000, seed: int = 0) -> pd.DataFrame:
+    """Every pair of temperatures τ_a < τ_b: the difference mean(value at τ_a) − mean(value at τ_b), paired by unit.
+
+    The same starting passages run at every temperature, so the difference is taken start by start (the
+    mean over that start's chains at each τ) and its percentile interval resamples starts; only starts
+    present at both temperatures count. `reading` says whether the value at τ_a is 'higher', 'lower' or
+    'indistinguishable' from the value at τ_b (the interval of the difference excludes 0 or not). The
+    intervals are per pair, not simultaneous over pairs.
+    """
+    per_unit = chains.groupby([temperature, unit])[value].mean().unstack(temperature)
+    taus = sorted(per_unit.columns)
+    rng = np.random.default_rng(seed)
+    tail = (1 - level) / 2
+    rows = []
+    for i, a in enumerate(taus):
+        for b in taus[i + 1:]:
+            pair = per_unit[[a, b]].dropna()
+            if pair.empty:
+                continue
+            d = (pair[a] - pair[b]).to_numpy()
+            boots = d[rng.integers(0, d.size, (n_boot, d.size))].mean(1)
+            lo, hi = float(np.quantile(boots, tail)), float(np.quantile(boots, 1 - tail))
+            reading = "higher" if lo > 0 else "lower" if hi < 0 else "indistinguishable"
+            rows.append(dict(quantity=value, tau_a=a, tau_b=b, starts=len(pair), mean_a=float(pair[a].mean()),
+                             mean_b=float(pair[b].mean()), difference=float(d.mean()), ci_low=lo, ci_high=hi,
+                             reading=reading))
+    return pd.DataFrame(rows, columns=["quantity", "tau_a", "tau_b", "starts", "mean_a", "mean_b", "difference",
+                                       "ci_low", "ci_high", "reading"])
+
+
+def trend_verdict(contrasts: pd.DataFrame) -> str:
+    """Whether a quantity is monotone in τ within its intervals, from `temperature_contrasts`' table.
+
+    'falls as τ rises' ('rises as τ rises') when some pair resolves a difference and every resolved pair
+    points that way; 'not monotone' when resolved pairs point both ways (a reversal); 'not resolved' when no
+    pair's interval excludes 0.
+    """
+    falls = (contrasts.reading == "higher").any()   # higher at the lower temperature
+    rises = (contrasts.reading == "lower").any()
+    if falls and rises:
+        return "not monotone"
+    if falls:
+        return "falls as τ rises"
+    if rises:
+        return "rises as τ rises"
+    return "not resolved"

@@ -91,6 +91,13 @@ def working_bytes(model: ConditionalModel, rows: int) -> int:
     return rows * int(model.vocab_size) * 64
 
 
+def kept_bytes(batch: int, n: int, steps: int, record_every: int = 1) -> int:
+    """Host bytes a `glauber` call keeps: recorded int64 states (steps // record_every + 1) × B × n, the site
+    (int16/int32) and change (bool) logs of every step, and the final state."""
+    site_bytes = 2 if n < 2**15 else 4
+    return (steps // record_every + 1) * batch * n * 8 + steps * batch * (site_bytes + 1) + batch * n * 8
+
+
 @torch.inference_mode()
 def glauber(
     model: ConditionalModel,
@@ -129,7 +136,7 @@ def glauber(
     rows = torch.arange(B, device=x.device)
     k = default_speculation(model, B) if speculate is None else speculate
     R = steps // record_every + 1
-    kept = R * B * n * 8 + steps * B * 5 + B * n * 8  # recorded int64 states, site and change logs, final state
+    kept = kept_bytes(B, n, steps, record_every)
     check_memory(
         f"glauber ({B} chains × {n} tokens, {R} recorded states)", kept, working_bytes(model, B * k), x.device,
         f"keep fewer states with record_every > {record_every} (the recorded states take {R * B * n * 8 / 2**30:.2f} "

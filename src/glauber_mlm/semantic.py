@@ -159,3 +159,105 @@ def first_exit(inside: np.ndarray, steps: np.ndarray) -> tuple[np.ndarray, np.nd
 def reached_distance(distance: np.ndarray, delta: float) -> np.ndarray:
     """Whether each chain ever reaches distance ≥ delta from its start: (T, B) → (B,) bool."""
     return (np.asarray(distance) >= delta).any(0)
+
+
+# ---- thresholds calibrated before any chain runs (never from a chain's outcome) ----
+
+def one_token_neighbours(model, states, per_state: int = 4, temperature: float = 1.0, seed: int = 0,
+                         dtype=None):
+    """`per_state` one-token neighbours of each state: (neighbours (N·per_state, n) int64, parent (N·per_state,)).
+
+    Each neighbour differs from its parent at exactly one site, chosen uniformly; the new token is drawn
+    from the model's conditional at that site at `temperature`, renormalised without the current token
+    (so a neighbour is never its parent). Seeded: the same call gives the same neighbours. Used to
+    calibrate the trap radius from the embedding jitter of a single token change, before any chain runs.
+    """
+    import torch
+
+    from .conditionals import as_temperatures, check_states, log_conditionals
+
+    per_state = check_int("per_state", per_state, 1)
+    seed = check_int("seed", seed, 0)
+    if not np.isfinite(temperature) or temperature <= 0:
+        raise ValueError(f"need a finite temperature > 0, got temperature={temperature}.")
+    states = check_states(model, torch.as_tensor(states)).cpu()
+    x = states.repeat_interleave(per_state, 0).clone()
+    M, n = x.shape
+    gen = torch.Generator().manual_seed(seed)
+    sites = torch.randint(n, (M,), generator=gen)
+    rows = torch.arange(M)
+    logp = log_conditionals(model, x.to(model.device), sites.to(model.device),
+                            as_temperatures(float(temperature), M, model.device), dtype).float().cpu()
+    logp[rows, x[rows, sites]] = float("-inf")            # never the current token
+    if not torch.isfinite(logp).any(1).all():
+        raise ValueError("a site has no token besides the current one: no one-token neighbour exists.")
+    x[rows, sites] = torch.multinomial(torch.softmax(logp.double(), 1), 1, generator=gen).squeeze(1)
+    return x, np.repeat(np.arange(states.shape[0]), per_state)
+
+
+def pair_distances(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Row-wise ‖a_k − b_k‖: (N, d), (N, d) → (N,)."""
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if a.shape != b.shape or a.ndim != 2:
+        raise ValueError(f"need two (N, d) arrays of one shape, got {a.shape} and {b.shape}.")
+    return np.linalg.norm(a - b, axis=1)
+
+
+def one_token_jitter(emb_states: np.ndarray, emb_neighbours: np.ndarray, parent) -> np.ndarray:
+    """‖e(neighbour) − e(its parent)‖ for each neighbour: the embedding jitter of one token change."""
+    parent = np.asarray(parent, dtype=int)
+    emb_states = np.asarray(emb_states, dtype=float)
+    if parent.ndim != 1 or parent.size != len(emb_neighbours) or parent.min(initial=0) < 0 \
+            or parent.max(initial=0) >= len(emb_states):
+        raise ValueError("parent must give, for each neighbour, the row of its state in emb_states.")
+    return pair_distances(emb_states[parent], emb_neighbours)
+
+
+def passage_distances(emb: np.ndarray) -> np.ndarray:
+    """Distances between every pair of distinct rows (independent passages): (N, d) → (N(N−1)/2,)."""
+    emb = np.asarray(emb, dtype=float)
+    if emb.ndim != 2 or emb.shape[0] < 2:
+        raise ValueError(f"need at least two embeddings (N, d), got shape {emb.shape}.")
+    i, j = np.triu_indices(emb.shape[0], 1)
+    return np.linalg.norm(emb[i] - emb[j], axis=1)
+
+
+def quantile_levels(levels, name: str = "levels") -> list[float]:
+    """`levels` as a non-empty list of floats strictly inside (0, 1); a clear error otherwise."""
+    if isinstance(levels, (int, float)) and not isinstance(levels, bool):
+        levels = [levels]
+    try:
+        out = [float(q) for q in levels if not isinstance(q, bool)]
+    except (TypeError, ValueError):
+        out = []
+    if not out or len(out) != len(levels) or not all(0 < q < 1 for q in out):
+        raise ValueError(f"{name} are quantile levels, so a non-empty list of numbers in (0, 1); got {levels!r}.")
+    return out
+
+
+def calibrated_thresholds(distances, levels) -> np.ndarray:
+    """The `levels` quantiles of a sample of distances (numpy's linear interpolation), one per level."""
+    distances = np.asarray(distances, dtype=float).ravel()
+    if distances.size == 0 or not np.isfinite(distances).all():
+        raise ValueError("need a non-empty sample of finite distances to calibrate from.")
+    return np.quantile(distances, quantile_levels(levels))
+
+
+def chain_traps(emb: np.ndarray, steps: np.ndarray, radius: float, min_dwell: int) -> pd.DataFrame:
+    """`find_traps` on every chain of a batch: emb (T, B, d) → one table with a leading `chain` column (0..B−1)."""
+    emb = np.asarray(emb, dtype=float)
+    if emb.ndim != 3:
+        raise ValueError(f"need emb (T, B, d), got shape {emb.shape}.")
+    tables = []
+    for b in range(emb.shape[1]):
+        t = find_traps(emb[:, b], steps, radius, min_dwell)
+        t.insert(0, "chain", b)
+        tables.append(t)
+    return pd.concat(tables, ignore_index=True)
+
+
+def time_trapped(traps: pd.DataFrame, chains: int, total_steps: int) -> np.ndarray:
+    """Fraction of each chain's run spent in traps: Σ dwell / total_steps per chain (0 for a chain with none)."""
+    chains, total_steps = check_int("chains", chains, 1), check_int("total_steps", total_steps, 1)
+    per = traps.groupby("chain").dwell.sum() if len(traps) else pd.Series(dtype=float)
+    return per.reindex(range(chains), fill_value=0).to_numpy(dtype=float) / total_steps
