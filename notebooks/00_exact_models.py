@@ -119,7 +119,7 @@ run.show()
 # N_eff (the nominal size divided by the design effect, estimated by batch means over the independent
 # chains), simulated. The table gives the null's median and central 95 % band and the one-sided p-value
 # P(null TV ≥ observed TV); `iid_floor` is the mean null TV at the nominal size, for scale. The exact law at a
-# 25 % higher temperature is a control: the same test against it should reject.
+# higher temperature ($1.25\,\tau$) is a control: the same test against it should reject.
 
 # %%
 field = torch.zeros(q_law, dtype=torch.float64)

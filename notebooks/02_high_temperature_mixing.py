@@ -218,7 +218,7 @@ for n, seconds, rows in timing:
 # f ∈ {n, n log n, n^1.5, n²} has a local exponent over the fitted lengths: the slope of log f(n) against
 # log n at those lengths (1, 2 and 1.5 for the powers; for n log n it lies between 1 and 1.5 and falls as
 # n grows). A law is **rejected** when the 95% interval for β excludes its local exponent; n log n is also
-# rejected when the trend test gives p < 0.05. Two laws are **told apart** when exactly one of them is
+# rejected when the trend test gives $p < 0.05$. Two laws are **told apart** when exactly one of them is
 # rejected, **cannot be told apart** when neither is, and **neither fits** when both are.
 
 # %%

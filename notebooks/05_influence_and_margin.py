@@ -130,7 +130,7 @@ run.show()
 #   maximum over the sampled contexts, so it carries no interval: every bootstrap resample holds a subset of
 #   the contexts and can only fall below it. What it is, is one-sided: the true sum lies at or above it.
 #   Whether more contexts would raise it is read off its **saturation curve**, the pooled estimate from k
-#   random contexts (mean and central 90 % over random orderings, `stats.saturation_curve`) for
+#   random contexts (mean and central $90\%$ over random orderings, `stats.saturation_curve`) for
 #   k = 1 … `contexts`: a curve still rising at the last context says the bound has not saturated;
 #   `pooled_half_contexts` in the table is the curve at half the contexts;
 # - the **mean over contexts** of each context's own max_i Σ_j α_ij (a typical context), a population
