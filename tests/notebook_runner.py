@@ -72,7 +72,7 @@ def smoke_book(root, notebooks_dir=NOTEBOOKS, extra: tuple[tuple[str, Path], ...
             result.executed.append(name)
         except book.BookError as err:
             result.failures[name] = str(err)
-    book.write_execution_page(root)
+    book.write_execution_page(root, set(result.executed))
     result.html = book.build_book(root, quiet=True)
     return result
 

@@ -266,7 +266,7 @@ def test_execution_page_lists_every_executed_notebook(built):
     text = (built.root / "book" / "execution.md").read_text()
     for name in built.executed:
         row = next(line for line in text.splitlines() if line.startswith(f"| [{name}]"))
-        assert "| ok | smoke |" in row, row
+        assert "| ok | executed | smoke |" in row, row
     assert "CPU" in text or "CUDA" in text
 
 
