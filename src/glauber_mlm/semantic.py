@@ -88,14 +88,18 @@ def pca_2d(X: np.ndarray, fit_on: np.ndarray | None = None) -> np.ndarray:
 
 
 def umap_2d(X: np.ndarray, seed: int = 0, n_neighbors: int = 15) -> np.ndarray:
-    """UMAP to 2-D (umap-learn, cosine metric, seeded, so reproducible): (N, 2)."""
+    """UMAP to 2-D (umap-learn, cosine metric, seeded, so reproducible): (N, 2).
+
+    Initialised from PCA rather than UMAP's spectral layout: a trajectory's neighbour graph is often
+    disconnected (one cluster per trap), where the spectral start fails with a warning and falls back.
+    """
     import umap
 
     X = np.asarray(X, dtype=float)
     if X.shape[0] < 4:
         raise ValueError("umap_2d needs at least four points.")
     reducer = umap.UMAP(n_components=2, n_neighbors=min(n_neighbors, X.shape[0] - 1), metric="cosine",
-                        random_state=seed, n_jobs=1)
+                        init="pca", random_state=seed, n_jobs=1)
     return reducer.fit_transform(X)
 
 
