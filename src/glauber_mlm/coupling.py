@@ -7,10 +7,12 @@ d(t) ≤ P(T > t).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 from tqdm.auto import tqdm
 
+from .checkpoint import Checkpointer, checkpointer
 from .conditionals import ConditionalModel, as_temperatures, check_int, check_memory, check_states, log_conditionals
 from .rng import check_probabilities, sample_categorical, uniforms
 from .sampling import chain_seeds, check_scan, check_speculate, choose_sites, default_speculation, working_bytes
@@ -71,6 +73,8 @@ def coupling_times(
     dtype: torch.dtype | None = None,
     progress: bool = False,
     speculate: int | None = None,
+    checkpoint: str | Path | None = None,
+    checkpoint_every: int = 500,
 ) -> CouplingResult:
     """Run coupled Glauber on pairs (x0[p], y0[p]) until they meet or `budget` steps pass.
 
@@ -80,9 +84,12 @@ def coupling_times(
     `speculate = k > 1` evaluates each pair's next k sites ahead and consumes them up to the first
     step that changes x or y (exact, same coupling times as k = 1; see `glauber`); `forward_rows`
     then counts the discarded rows too. None: `default_speculation(model, 2 · pairs)`.
+    `checkpoint` (a file path) saves the run's state every `checkpoint_every` steps (of the slowest pair still
+    apart) and at the end; a call with the same inputs resumes from it with the same result (see `checkpoint`).
     """
     check_scan(scan)
     budget, speculate = check_int("budget", budget, 1), check_speculate(speculate)
+    checkpoint_every = check_int("checkpoint_every", checkpoint_every, 1)
     x, y = check_states(model, x0).clone(), check_states(model, y0).clone()
     if x.shape != y.shape:
         raise ValueError(f"x0 and y0 must have one shape (pairs, length), got {tuple(x.shape)} and {tuple(y.shape)}.")
@@ -97,10 +104,21 @@ def coupling_times(
     met = (x == y).all(1).cpu()
     times[met] = 0
     active = torch.nonzero(~met).flatten().to(x.device)
+    ckpt = checkpointer(checkpoint, checkpoint_every, model=model, x0=x, y0=y, budget=budget, temperature=tau,
+                        seed=seeds, scan=scan, dtype=dtype, speculate=k)
     if k > 1:
-        return _speculative(model, x, y, budget, tau, seeds, scan, dtype, progress, k, times, met, active)
-    forward_rows = 0
-    for t in tqdm(range(budget), disable=not progress, desc="coupling", mininterval=2.0):
+        return _speculative(model, x, y, budget, tau, seeds, scan, dtype, progress, k, times, met, active, ckpt)
+    forward_rows, start = 0, 0
+    if (saved := ckpt.resume()) is not None:
+        x, y, times, met, active, forward_rows = _restore(saved, x.device)
+        start = saved["step"]
+
+    def snapshot(t: int) -> dict:
+        return {"x": x.cpu(), "y": y.cpu(), "times": times, "met": met, "active": active.cpu(),
+                "forward_rows": forward_rows}
+
+    for t in tqdm(range(start, budget), initial=start, total=budget, disable=not progress, desc="coupling",
+                  mininterval=2.0):
         if active.numel() == 0:
             break
         xa, ya, s = x[active], y[active], seeds[active]
@@ -117,16 +135,35 @@ def coupling_times(
         times[active[now_met].cpu()] = t + 1
         met[active[now_met].cpu()] = True
         active = active[~now_met]
+        ckpt.maybe_save(t + 1, snapshot)
+    ckpt.maybe_save(budget, snapshot, final=True)
     return CouplingResult(times, met, budget, forward_rows)
 
 
-def _speculative(model, x, y, budget, tau, seeds, scan, dtype, progress, k, times, met, active) -> CouplingResult:
+def _restore(saved: dict, device: torch.device) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor,
+                                                         torch.Tensor, int]:
+    """(x, y, times, met, active, forward_rows) of a saved coupling run, the states and pairs on `device`."""
+    return (saved["x"].to(device), saved["y"].to(device), saved["times"], saved["met"], saved["active"].to(device),
+            int(saved["forward_rows"]))
+
+
+def _speculative(model, x, y, budget, tau, seeds, scan, dtype, progress, k, times, met, active,
+                 ckpt: Checkpointer) -> CouplingResult:
     """`coupling_times` with k sites evaluated ahead per pair; pairs advance by different numbers of steps."""
     n, dev = x.shape[1], x.device
     done = torch.zeros(x.shape[0], dtype=torch.int64, device=dev)
     ahead = torch.arange(k, device=dev)
     forward_rows = 0
-    bar = tqdm(total=budget, disable=not progress, desc="coupling", mininterval=2.0)
+    if (saved := ckpt.resume()) is not None:
+        x, y, times, met, active, forward_rows = _restore(saved, dev)
+        done = saved["done"].to(dev)
+
+    def snapshot(t: int) -> dict:
+        return {"x": x.cpu(), "y": y.cpu(), "times": times, "met": met, "active": active.cpu(),
+                "forward_rows": forward_rows, "done": done.cpu()}
+
+    bar = tqdm(total=budget, initial=int(done[active].min()) if active.numel() else budget, disable=not progress,
+               desc="coupling", mininterval=2.0)
     while active.numel():
         A, t0 = active.numel(), done[active]
         offs = t0.unsqueeze(1) + ahead
@@ -161,5 +198,7 @@ def _speculative(model, x, y, budget, tau, seeds, scan, dtype, progress, k, time
         active = active[~now_met & (done[active] < budget)]
         if active.numel():
             bar.update(max(0, int(done[active].min()) - before))
+            ckpt.maybe_save(int(done[active].min()), snapshot)
     bar.close()
+    ckpt.maybe_save(budget, snapshot, final=True)
     return CouplingResult(times, met, budget, forward_rows)

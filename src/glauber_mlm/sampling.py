@@ -14,10 +14,12 @@ uniforms depend on its seed only. What that guarantees for the trajectory:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 from tqdm.auto import tqdm
 
+from .checkpoint import Checkpointer, checkpointer
 from .conditionals import ConditionalModel, as_temperatures, check_int, check_memory, check_states, log_conditionals
 from .rng import sample_categorical, uniforms
 
@@ -110,6 +112,8 @@ def glauber(
     dtype: torch.dtype | None = None,
     progress: bool = False,
     speculate: int | None = None,
+    checkpoint: str | Path | None = None,
+    checkpoint_every: int = 500,
 ) -> Trajectory:
     """Run `steps` Glauber updates on every chain of `init` (B × n) in one batched pass per step.
 
@@ -125,10 +129,15 @@ def glauber(
     the batch-dependent rounding of a neural model's forward described in the module docstring).
     It saves sequential forwards where most steps keep their token (low τ) and costs k× the rows
     per forward; None picks k from the model's latency-bound width (`default_speculation`).
+
+    `checkpoint` (a file path) saves the run's state there every `checkpoint_every` steps (of the slowest chain
+    when speculating) and at the end; a call with the same inputs resumes from it and returns the trajectory
+    an uninterrupted run gives (see `checkpoint`). The file stays after the run: a rerun returns at once.
     """
     check_scan(scan)
     steps, record_every = check_int("steps", steps, 0), check_int("record_every", record_every, 1)
     speculate = check_speculate(speculate)
+    checkpoint_every = check_int("checkpoint_every", checkpoint_every, 1)
     x = check_states(model, init).clone()
     B, n = x.shape
     tau = as_temperatures(temperature, B, x.device)
@@ -142,13 +151,26 @@ def glauber(
         f"keep fewer states with record_every > {record_every} (the recorded states take {R * B * n * 8 / 2**30:.2f} "
         "GiB), run fewer steps, or split the chains into several calls (each chain's law does not depend on its batch)."
     )
+    ckpt = checkpointer(checkpoint, checkpoint_every, model=model, init=x, steps=steps, temperature=tau, seed=seeds,
+                        scan=scan, record_every=record_every, dtype=dtype, speculate=k)
     if k > 1:
-        return _speculative(model, x, steps, tau, seeds, scan, record_every, dtype, progress, k)
+        return _speculative(model, x, steps, tau, seeds, scan, record_every, dtype, progress, k, ckpt)
 
     recorded, recorded_steps = [x.cpu().clone()], [0]
     sites_log = torch.empty(steps, B, dtype=torch.int16 if n < 2**15 else torch.int32)
     changed_log = torch.empty(steps, B, dtype=torch.bool)
-    for t in tqdm(range(steps), disable=not progress, desc="glauber", mininterval=2.0):
+    start = 0
+    if (saved := ckpt.resume()) is not None:
+        start, x = saved["step"], saved["x"].to(x.device)
+        recorded, recorded_steps = list(saved["states"].unbind()), saved["steps"].tolist()
+        sites_log[:start], changed_log[:start] = saved["sites"], saved["changed"]
+
+    def snapshot(t: int) -> dict:
+        return {"x": x.cpu(), "states": torch.stack(recorded), "steps": torch.tensor(recorded_steps),
+                "sites": sites_log[:t].clone(), "changed": changed_log[:t].clone()}  # a view would save all steps
+
+    for t in tqdm(range(start, steps), initial=start, total=steps, disable=not progress, desc="glauber",
+                  mininterval=2.0):
         sites = choose_sites(seeds, t, n, scan)
         probs = log_conditionals(model, x, sites, tau, dtype).exp()
         new = sample_categorical(probs, uniforms(seeds, t, TOKEN_STREAM))
@@ -158,10 +180,12 @@ def glauber(
         if (t + 1) % record_every == 0:
             recorded.append(x.cpu().clone())
             recorded_steps.append(t + 1)
+        ckpt.maybe_save(t + 1, snapshot)
+    ckpt.maybe_save(steps, snapshot, final=True)
     return Trajectory(torch.stack(recorded), torch.tensor(recorded_steps), sites_log, changed_log, x.cpu())
 
 
-def _speculative(model, x, steps, tau, seeds, scan, record_every, dtype, progress, k) -> Trajectory:
+def _speculative(model, x, steps, tau, seeds, scan, record_every, dtype, progress, k, ckpt: Checkpointer) -> Trajectory:
     """`glauber` with k sites evaluated ahead per chain; chains advance by different numbers of steps."""
     B, n = x.shape
     dev = x.device
@@ -172,7 +196,14 @@ def _speculative(model, x, steps, tau, seeds, scan, record_every, dtype, progres
     recorded[0] = x.cpu()
     sites_log = torch.empty(steps, B, dtype=torch.int16 if n < 2**15 else torch.int32)
     changed_log = torch.zeros(steps, B, dtype=torch.bool)
-    bar = tqdm(total=steps, disable=not progress, desc="glauber", mininterval=2.0)
+    if (saved := ckpt.resume()) is not None:
+        x, done = saved["x"].to(dev), saved["done"].to(dev)
+        recorded, sites_log, changed_log = saved["states"], saved["sites"], saved["changed"]
+
+    def snapshot(t: int) -> dict:
+        return {"x": x.cpu(), "done": done.cpu(), "states": recorded, "sites": sites_log, "changed": changed_log}
+
+    bar = tqdm(total=steps, initial=int(done.min()), disable=not progress, desc="glauber", mininterval=2.0)
     while True:
         act = torch.nonzero(done < steps).flatten()
         if act.numel() == 0:
@@ -214,5 +245,7 @@ def _speculative(model, x, steps, tau, seeds, scan, record_every, dtype, progres
         before = int(done.min())
         done[act] = end
         bar.update(int(done.min()) - before)
+        ckpt.maybe_save(int(done.min()), snapshot)
     bar.close()
+    ckpt.maybe_save(steps, snapshot, final=True)
     return Trajectory(recorded, torch.arange(n_rec) * record_every, sites_log, changed_log, x.cpu())

@@ -1,0 +1,161 @@
+"""Checkpoints for long runs: a run's state saved atomically every few steps, resumed only by the same call.
+
+Randomness is counter-based (see `rng`): a chain's uniforms depend only on (seed, step, stream), so a
+run restored from its state at step t continues the trajectory it would have followed uninterrupted.
+A checkpoint is a `torch.save`d dict of tensors and ints tagged with `fingerprint` of the call's inputs;
+`load` trusts it only when that tag matches. A file written by other inputs, or one that cannot be read
+(truncated, corrupt), is set aside under a new name with a warning naming the path and the reason,
+never trusted and never deleted. A finished run's checkpoint stays: a rerun of the same call returns at once.
+Each save writes the whole state so far (recorded states, site and change logs), so a run writes about
+(steps / every) × its result in all: for long runs that record many states, raise `checkpoint_every`.
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import os
+import tempfile
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+SAMPLED_ELEMENTS = 1 << 16  # elements of a parameter tensor hashed into a model's identity (plus its sum)
+
+
+def package_version() -> str:
+    """The installed glauber-mlm version ('unknown' when run from a source tree that is not installed)."""
+    try:
+        return importlib.metadata.version("glauber-mlm")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def tensor_bytes(t: torch.Tensor) -> bytes:
+    """dtype, shape and raw bytes of a tensor (on the host)."""
+    raw = t.detach().flatten().cpu().contiguous().view(torch.uint8).numpy().tobytes()
+    return f"{t.dtype}{tuple(t.shape)}".encode() + raw
+
+
+def module_identity(module: torch.nn.Module) -> bytes:
+    """Cheap identity of a network: the first and last two tensors of its state dict, each by name, shape,
+    its first `SAMPLED_ELEMENTS` elements and its float64 sum (a fine-tune changes the sums)."""
+    items = list(module.state_dict().items())
+    picked = items[:2] + items[-2:] if len(items) > 4 else items
+    return b"".join(name.encode() + tensor_bytes(t.flatten()[:SAMPLED_ELEMENTS])
+                    + repr(float(t.sum(dtype=torch.float64))).encode() for name, t in picked)
+
+
+def model_identity(model) -> bytes:
+    """Class, vocabulary size, length, `name`, and every tensor, network, string, float, bool or dtype attribute
+    (ints other than the sizes are left out: they may be counters)."""
+    parts = [type(model).__qualname__, model.vocab_size, model.max_length, getattr(model, "name", None)]
+    out = repr(parts).encode()
+    for key, value in sorted(getattr(model, "__dict__", {}).items()):
+        if isinstance(value, torch.Tensor):
+            out += key.encode() + tensor_bytes(value)
+        elif isinstance(value, torch.nn.Module):
+            out += key.encode() + module_identity(value)
+        elif isinstance(value, (str, float, bool, torch.dtype)):
+            out += f"{key}={value!r}".encode()
+    return out
+
+
+def encode(value) -> bytes:
+    """Canonical bytes of one input: tensors by dtype, shape and bytes; a model by `model_identity`; else its repr."""
+    if isinstance(value, torch.Tensor):
+        return tensor_bytes(value)
+    if hasattr(value, "logits") and hasattr(value, "vocab_size"):
+        return model_identity(value)
+    return repr(value).encode()
+
+
+def fingerprint(**inputs) -> str:
+    """sha256 over the package version and the call's inputs (sorted by name): the tag a checkpoint must match."""
+    h = hashlib.sha256(f"glauber-mlm {package_version()}".encode())
+    for name in sorted(inputs):
+        part = encode(inputs[name])
+        h.update(f"\0{name}\0{len(part)}\0".encode() + part)
+    return h.hexdigest()
+
+
+def save(path: str | Path, state: dict) -> None:
+    """Write `state` (tensors and ints) atomically: a temporary file in the same folder, fsync, os.replace."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            torch.save(state, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def set_aside(path: Path, tag: str) -> Path:
+    """Rename `path` to `<name>.<tag>` (or `<name>.<tag>.1`, … if taken) and return the new path."""
+    aside, i = path.with_name(f"{path.name}.{tag}"), 0
+    while aside.exists():
+        i += 1
+        aside = path.with_name(f"{path.name}.{tag}.{i}")
+    os.replace(path, aside)
+    return aside
+
+
+def load(path: str | Path, fingerprint: str) -> dict | None:
+    """The saved state when `path` holds a readable checkpoint tagged `fingerprint`; else None.
+
+    A missing file returns None quietly; an unreadable one is renamed `<name>.corrupt`, one written by other
+    inputs `<name>.other-inputs`, each with a warning naming the path and the reason."""
+    path = Path(path)
+    if not path.exists():
+        return None
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+        if not isinstance(state, dict) or "fingerprint" not in state:
+            raise ValueError("not a glauber-mlm checkpoint")
+    except Exception as err:  # any failure to read means the file cannot be trusted
+        aside = set_aside(path, "corrupt")
+        warnings.warn(f"checkpoint {path} is unreadable/truncated ({type(err).__name__}: {err}); "
+                      f"moved to {aside.name}, starting afresh.", stacklevel=3)
+        return None
+    if state["fingerprint"] != fingerprint:
+        aside = set_aside(path, "other-inputs")
+        warnings.warn(f"checkpoint {path} was written by other inputs (model, states, steps, temperatures, seeds, "
+                      f"options or package version differ); moved to {aside.name}, starting afresh.", stacklevel=3)
+        return None
+    return state
+
+
+@dataclass
+class Checkpointer:
+    """Saves a run's state to `path` whenever its step passes a multiple of `every`; `path=None` does nothing."""
+
+    path: Path | None
+    every: int
+    fingerprint: str
+    last: int = 0  # the step of the last save (or of the restored state)
+
+    def resume(self) -> dict | None:
+        """The matching saved state, if any (see `load`)."""
+        state = None if self.path is None else load(self.path, self.fingerprint)
+        if state is not None:
+            self.last = int(state["step"])
+        return state
+
+    def maybe_save(self, step: int, state: Callable[[int], dict], final: bool = False) -> None:
+        """Save `state(step)` when ⌊step/every⌋ grew since the last save, or at the end (`final`) if not yet."""
+        due = step > self.last if final else step // self.every > self.last // self.every
+        if self.path is not None and due:
+            save(self.path, {**state(step), "step": step, "fingerprint": self.fingerprint})
+            self.last = step
+
+
+def checkpointer(path: str | Path | None, every: int, **inputs) -> Checkpointer:
+    """A `Checkpointer` for a call with these inputs (the fingerprint is computed only when `path` is given)."""
+    return Checkpointer(None if path is None else Path(path), every, fingerprint(**inputs) if path is not None else "")
