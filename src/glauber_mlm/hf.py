@@ -96,7 +96,29 @@ def _site_head(model) -> Callable[[torch.Tensor], torch.Tensor] | None:
         return lambda h: model.vocab_projector(model.vocab_layer_norm(model.activation(model.vocab_transform(h))))
     if kind == "modernbert":
         return lambda h: model.decoder(model.head(h))
+    if kind == "albert":
+        return model.predictions
+    if kind == "mpnet":
+        return model.lm_head
+    if kind == "electra":  # ElectraForMaskedLM: the generator's head
+        return lambda h: model.generator_lm_head(model.generator_predictions(h))
+    if kind in {"deberta", "deberta-v2"}:  # the legacy head (config default) or the one tied to the embeddings
+        if getattr(model.config, "legacy", True):
+            return model.cls
+        return lambda h: model.lm_predictions(h, model.deberta.embeddings.word_embeddings)
     return None
+
+
+def vocab_rows(model) -> int:
+    """The width of the MLM's logits: the output embeddings' rows, or `config.vocab_size` (= the input embeddings'
+    rows) where the output embeddings are not the vocabulary projection (DeBERTa's non-legacy head multiplies by the
+    word embeddings; its `get_output_embeddings()` is a hidden × hidden transform)."""
+    out = model.get_output_embeddings()
+    rows = getattr(getattr(out, "weight", None), "shape", (None,))[0]
+    vocab = getattr(model.config, "vocab_size", None)
+    if rows != vocab and vocab is not None and model.get_input_embeddings().weight.shape[0] == vocab:
+        return vocab
+    return rows
 
 
 def max_tokens(model) -> int:
@@ -119,7 +141,7 @@ class MLMAdapter:
     def __init__(self, model, tokenizer, device: torch.device, dtype: torch.dtype, name: str):
         self.model, self.tokenizer, self.device, self.dtype, self.name = model, tokenizer, device, dtype, name
         config = model.config
-        self.vocab_size = model.get_output_embeddings().weight.shape[0]
+        self.vocab_size = vocab_rows(model)
         self.support = support_mask(tokenizer, self.vocab_size).to(device)
         if not self.support.any():
             raise ValueError(
@@ -328,7 +350,7 @@ def load_mlm(
             "be noise. This is a checkpoint without the MLM head (an encoder saved without it, whose config may lack "
             "`architectures`) or a truncated file: use a complete *ForMaskedLM checkpoint."
         )
-    V, T = model.get_output_embeddings().weight.shape[0], len(tokenizer)
+    V, T = vocab_rows(model), len(tokenizer)
     if T > V or V - T > max(128, V // 100):
         raise ValueError(
             f"{source!r}: the tokenizer has {T} tokens but the model's vocabulary has {V} rows: they do not belong "
