@@ -2,6 +2,7 @@
 from . import exact
 from .conditionals import ConditionalModel, log_conditionals, total_variation
 from .coupling import CouplingResult, coupling_times, maximal_coupling
+from .diagnostics import chain_draw, convergence, diagnose, hamming_between, hamming_to_start
 from .hf import DEFAULT_MODEL, MLMAdapter, load_mlm
 from .influence import influence_matrix, local_margins, total_influence
 from .rectangle import Rectangles, RectangleTest, random_rectangles, rectangle_statistic, rectangle_test
@@ -9,6 +10,7 @@ from .sampling import Trajectory, glauber
 
 __all__ = [
     "ConditionalModel", "CouplingResult", "DEFAULT_MODEL", "MLMAdapter", "Rectangles", "RectangleTest", "Trajectory",
-    "coupling_times", "exact", "glauber", "influence_matrix", "load_mlm", "local_margins", "log_conditionals",
-    "maximal_coupling", "random_rectangles", "rectangle_statistic", "rectangle_test", "total_influence", "total_variation",
+    "chain_draw", "convergence", "coupling_times", "diagnose", "exact", "glauber", "hamming_between", "hamming_to_start",
+    "influence_matrix", "load_mlm", "local_margins", "log_conditionals", "maximal_coupling", "random_rectangles",
+    "rectangle_statistic", "rectangle_test", "total_influence", "total_variation",
 ]
