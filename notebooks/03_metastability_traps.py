@@ -29,6 +29,15 @@
 # stated below, and the trap result is shown across a range of radii and against a high-temperature
 # control run from the same starting passages.
 
+# %% [markdown]
+# :::{admonition} The result of this build
+# :class: tip
+# :name: result-03
+# ```{glue:md} result
+# :format: myst
+# ```
+# :::
+
 # %% tags=["parameters"]
 profile = "cpu"        # smoke (tests, < 1 min) | cpu (embedded model, offline) | paper (GPU, hub models)
 model = None           # None: the profile's model; or a hub name / local folder
@@ -65,7 +74,7 @@ import glauber_mlm as gm
 from glauber_mlm import semantic
 from glauber_mlm.notebook import Run
 from glauber_mlm.passages import load_passages
-from glauber_mlm.plots import interval_errorbar, temperature_axis
+from glauber_mlm.plots import interactive_map, interval_errorbar, temperature_axis
 from glauber_mlm.stats import bootstrap_ci, km_median, km_survival, proportion_ci
 
 # the calibration rules (quantile levels), the trap temperatures and the control are the same in every profile
@@ -201,6 +210,14 @@ print(f"calibrated from {len(cal_rows)} passages, before any chain ran: trap rad
       f"distances between passages; median {np.median(between):.3f})")
 
 # %% [markdown]
+# :::{glue:figure} fig:calibration
+# :name: fig-03-calibration
+# :alt: Two histograms of embedding distances with vertical lines at the calibrated radius and escape distances.
+#
+# **Calibration of the thresholds before any chain runs.** Left: embedding distances between a passage and its one-token neighbours, with the trap radius (solid) and the radius panel (dotted). Right: distances between independent passages, with the escape distances δ.
+# :::
+
+# %% [markdown]
 # ## Long trajectories: low temperature and the control
 #
 # Each starting passage runs `seeds` chains of `steps` Glauber steps at `temperature`, and the same starts
@@ -269,6 +286,29 @@ fig.suptitle(f"{mlm.name}: {run['steps']} Glauber steps from {P} passages × {S}
 fig.tight_layout()
 run.save_figure(fig, "trajectory_map")
 plt.show()
+
+# %% [markdown]
+# :::{glue:figure} fig:trajectory_map
+# :name: fig-03-trajectory-map
+# :alt: Map of chain trajectories in a two-dimensional embedding projection, and distance from the start over time.
+#
+# **Trajectories in sentence-embedding space.** Left: the first low-temperature chain's embeddings projected on two axes (PCA, and UMAP where drawn), coloured by step; right: each chain's embedding distance from its start against the step (solid: low temperature, dotted: control).
+# :::
+
+# %% [markdown]
+# **Explore the chains.** Every chain, low temperature and control, on the principal axes of all their
+# embeddings: hover a point to read the decoded text of that state, its step and its distance from the start;
+# click a legend entry to hide a chain, drag to zoom.
+
+# %%
+everything = emb.reshape(R * 2 * PS, -1)
+xy = semantic.pca_2d(everything).reshape(R, 2 * PS, 2)
+explore = pd.DataFrame([dict(chain=f"τ = {tau_low if c < PS else tau_ctl:g}, {start_ids[chain_start[c % PS]]}, "
+                                  f"seed {chain_seed[c % PS]}", step=int(record_steps[r]), pc1=xy[r, c, 0],
+                             pc2=xy[r, c, 1], distance=round(float(dist[r, c]), 3), text=texts[r, c])
+                        for c in range(2 * PS) for r in range(R)])
+interactive_map(explore, "pc1", "pc2", "chain", ["step", "distance"], "chains on the principal axes of their embeddings",
+                text="text")
 
 # %% [markdown]
 # The paper's Fig 1 (BERT-base, long runs at low temperature) shows tight clusters, traps where the chain
@@ -370,6 +410,14 @@ run.save_figure(fig, "traps")
 plt.show()
 
 # %% [markdown]
+# :::{glue:figure} fig:traps
+# :name: fig-03-traps
+# :alt: Timeline of trap intervals per chain, and survival curves of dwell times.
+#
+# **Traps along the chains.** Left: the traps of each chain as bars over the steps (low temperature and control). Right: Kaplan–Meier survival of the traps' dwell times with 95 % log-log bands.
+# :::
+
+# %% [markdown]
 # Each bar is a trap: a stretch of at least `min_dwell` steps in which the decoded text keeps its meaning
 # (its embedding stays within the radius of the stretch's centre) while individual tokens may still change.
 # The rows above the line are the low-temperature chains, those below their controls from the same
@@ -434,6 +482,14 @@ print(f"the paired criterion separates low temperature from the control at {held
       f"(jitter quantiles {', '.join(f'{q:g}' for q in criterion.radius_quantile[criterion.separates])}"
       f"{'none' if held == 0 else ''}); at the calibrated radius it "
       f"{'does' if crit['separates'] else 'does not'}.")
+
+# %% [markdown]
+# :::{glue:figure} fig:trap_sensitivity
+# :name: fig-03-trap-sensitivity
+# :alt: Three panels of trap statistics rising with the radius, low temperature against the control.
+#
+# **Sensitivity of the trap result to the radius.** Fraction of time trapped, traps per chain and Kaplan–Meier median dwell against the trap radius, for the low-temperature chains and their controls, with 95 % intervals; dotted: the calibrated radius.
+# :::
 
 # %% [markdown]
 # How to read the panel: a larger radius merges more records into a trap, so every curve rises with $r$
@@ -512,6 +568,22 @@ fig.tight_layout()
 run.save_figure(fig, "escape_survival")
 plt.show()
 
+# %% [markdown]
+# :::{glue:figure} fig:escape_survival
+# :name: fig-03-escape-survival
+# :alt: Survival curves of escape times per temperature, one panel per escape distance.
+#
+# **Escape times: Kaplan–Meier survival.** The fraction of chains still within δ of their start against the step, per temperature, with 95 % log-log bands, one panel per calibrated δ.
+# :::
+
+# %% [markdown]
+# :::{glue:figure} fig:escape_fraction
+# :name: fig-03-escape-fraction
+# :alt: Escape fractions against temperature for three distances, and median distance from the start over time per temperature.
+#
+# **How far chains get: the escape fraction (paper Fig 7).** Left: the fraction of chains reaching embedding distance δ from their start, against τ, with Wilson 95 % intervals, per calibrated δ. Right: the median distance from the start over chains against the step, per temperature.
+# :::
+
 # %%
 for (q, delta), g in escape_fraction.groupby(["delta_quantile", "delta"]):
     g = g.sort_values("temperature")
@@ -531,6 +603,35 @@ for (q, delta), g in escape_fraction.groupby(["delta_quantile", "delta"]):
 # given δ, the start passages are not basins of this model at that scale: the chains leave real text for
 # text the model prefers, and metastability shows in the traps they fall into afterwards (previous
 # sections, read against the control) rather than in staying at the start.
+
+# %%
+low_row = trap_summary.set_index("kind").loc["low τ"]
+mid_q = sorted(q_deltas)[len(q_deltas) // 2]
+ends = escape_fraction[escape_fraction.delta_quantile == mid_q].sort_values("temperature").iloc[[0, -1]]
+run.conclude(
+    claim="At low temperature Glauber chains on an MLM are metastable: they sit in semantic traps for hundreds "
+          "to thousands of steps (paper Figs 1, 4), and fewer chains move far from their start at low "
+          "temperature than at high (paper Fig 7).",
+    key_numbers={
+        "trap radius r, calibrated before any chain ran": f"{radius:.3f} (one-token jitter quantile {q_radius:g})",
+        f"time trapped, τ = {tau_low:g} vs control τ = {tau_ctl:g}":
+            f"{crit['time_trapped_low']:.0%} vs {crit['time_trapped_control']:.0%} (means over {PS} paired chains)",
+        "paired difference (95% bootstrap over pairs)":
+            f"{crit['difference']:+.0%} [{crit['ci_low']:+.0%}, {crit['ci_high']:+.0%}]",
+        f"Kaplan–Meier median dwell at τ = {tau_low:g}":
+            f"{low_row.median_dwell:g} [{low_row.median_dwell_ci_low:g}, {low_row.median_dwell_ci_high:g}] steps "
+            f"({int(low_row.censored)} of {int(low_row.escaped + low_row.censored)} traps censored; inf: beyond every run)",
+        "radii of the panel at which the criterion separates": f"{int(held)} of {len(criterion)}",
+        **{f"chains reaching δ = {r.delta:.2f} (q = {mid_q:g}) at τ = {r.temperature:g}":
+           f"{r.fraction:.0%} [{r.ci_low:.0%}, {r.ci_high:.0%}] of {r.chains}" for r in ends.itertuples()},
+    },
+    checks={
+        "at the calibrated radius, the 95% interval of the paired difference in time trapped is above zero":
+            bool(crit["separates"]),
+        "the same criterion holds at more than half of the panel's radii": bool(held > len(criterion) / 2),
+        "fewer chains reach the middle calibrated δ at the lowest τ than at the highest, Wilson intervals apart":
+            bool(ends.iloc[0].ci_high < ends.iloc[1].ci_low),
+    })
 
 # %%
 run.finish()

@@ -23,11 +23,20 @@
 # then, along low-temperature chains, the distribution of local margins and how the dwell time of a trapped
 # state grows with its margin.
 #
-# **What is only a bound.** α_ij is a supremum over all contexts and replacement tokens; we take a maximum
+# **What is only a bound.** α_ij (equation {eq}`eq-influence` of the theory page) is a supremum over all contexts and replacement tokens; we take a maximum
 # over sampled real contexts and a few top-k replacements, which is a *lower* bound on α_ij. Our total
 # influence is therefore a lower bound on Dobrushin's sum, and τ* a lower bound on the temperature above
 # which the condition holds: where our estimate exceeds 1 the condition certainly fails for those
 # contexts, where it is below 1 it may still fail elsewhere in sequence space.
+
+# %% [markdown]
+# :::{admonition} The result of this build
+# :class: tip
+# :name: result-05
+# ```{glue:md} result
+# :format: myst
+# ```
+# :::
 
 # %% tags=["parameters"]
 profile = "cpu"        # smoke (tests, < 1 min) | cpu (embedded model, offline) | paper (GPU, hub models)
@@ -171,6 +180,14 @@ for ax, n in zip(axes[0], ns):
 fig.tight_layout()
 run.save_figure(fig, "influence_saturation")
 
+# %% [markdown]
+# :::{glue:figure} fig:influence_saturation
+# :name: fig-05-influence-saturation
+# :alt: Curves of the pooled influence estimate against the number of contexts, per temperature.
+#
+# **Saturation of the total-influence lower bound.** The pooled total influence from k sampled contexts (mean and central band over random orderings) against k, per temperature, one panel per length; the horizontal line is Dobrushin's threshold 1.
+# :::
+
 # %%
 for n in ns:
     g = total[total.length == n]
@@ -278,6 +295,14 @@ a2.yaxis.set_minor_formatter(NullFormatter())
 a2.legend(fontsize=7, loc="upper left")
 run.save_figure(fig, "influence_and_phase")
 
+# %% [markdown]
+# :::{glue:figure} fig:influence_and_phase
+# :name: fig-05-influence-and-phase
+# :alt: Influence falling with temperature, and the phase-diagram heat map with the estimated Dobrushin crossing drawn as one-sided bounds.
+#
+# **Total influence and the phase diagram.** Left: the pooled total influence (a lower bound) and the per-context mean against τ, per length. Right: the phase diagram of notebook 02 with the crossing temperature τ* (red: the true crossing lies at or above it).
+# :::
+
 # %%
 near_one = min(taus, key=lambda t: abs(math.log(t)))
 for _, row in crossing.iterrows():
@@ -290,7 +315,7 @@ for _, row in crossing.iterrows():
           + f"; measured slow-to-fast boundary {row.boundary_temperature:g}")
 
 # %% [markdown]
-# **What the figures show.** Left: the pooled estimate (triangles: a lower bound, the true sum lies at or
+# **What {numref}`fig-05-influence-and-phase` shows.** Left: the pooled estimate (triangles: a lower bound, the true sum lies at or
 # above) and the mean per context (dashed, with its bootstrap band) against τ. Tempering flattens every
 # conditional, so replacing a neighbour moves it less: both curves should fall with τ, and longer sequences
 # have more neighbours to sum over. Where the pooled estimate is above 1, Dobrushin's condition certainly fails
@@ -377,6 +402,14 @@ a2.set(xlabel="tempered margin m / τ", ylabel="density", title="the same, in un
 a1.legend(fontsize=8)
 run.save_figure(fig, "margins")
 
+# %% [markdown]
+# :::{glue:figure} fig:margins
+# :name: fig-05-margins
+# :alt: Histograms of local margins per temperature.
+#
+# **Local margins along low-temperature chains.** The distribution of local margins of the sites along the chains, in logits (left) and in units of τ (right), per temperature.
+# :::
+
 # %%
 for _, r in margin_summary.iterrows():
     print(f"τ = {r.temperature:g}: median site margin {r.median_margin:.2f} [{r.ci_low:.2f}, {r.ci_high:.2f}] logits, "
@@ -384,7 +417,7 @@ for _, r in margin_summary.iterrows():
           f"{r.frac_sites_margin_over_tau_above_3:.0%} of sites with m/τ > 3, {r.changes_per_step:.3f} changes per step")
 
 # %% [markdown]
-# **What the figure shows.** The distribution of local margins along the chains, in logits (left) and in
+# **What {numref}`fig-05-margins` shows.** The distribution of local margins along the chains, in logits (left) and in
 # units of τ (right). The table gives the median margin with a bootstrap interval over sites, the median
 # over states of a state's smallest margin (`median_state_min_margin`), the fraction of sites with m/τ > 3
 # and how many sites change per step; the printout above reads them off per temperature. The theorem assumes a
@@ -449,6 +482,14 @@ ax.set(yscale="log", xlabel="smallest token margin of the state / τ", ylabel="d
 ax.legend(fontsize=7)
 run.save_figure(fig, "dwell_vs_margin")
 
+# %% [markdown]
+# :::{glue:figure} fig:dwell_vs_margin
+# :name: fig-05-dwell-vs-margin
+# :alt: Scatter of dwell time against tempered margin on a log scale, with a fitted exponential line.
+#
+# **Dwell time against margin.** Each point is one visit to a state: its smallest tempered margin m/τ against how long the chain stayed (triangles: still there at the end); dashed: the fit log dwell ≈ c·m/τ + b on the traps.
+# :::
+
 # %%
 if np.isfinite(fit["slope"]):
     verdict = ("below the predicted 1" if fit["slope_high"] < 1 else "above the predicted 1" if fit["slope_low"] > 1
@@ -466,7 +507,7 @@ else:
     print(f"too few uncensored traps ({fit['count']}) with distinct margins to fit c")
 
 # %% [markdown]
-# **What the figure shows.** Each point is one visit to a state: its smallest tempered margin against how
+# **What {numref}`fig-05-dwell-vs-margin` shows.** Each point is one visit to a state: its smallest tempered margin against how
 # many steps the chain stayed. States left of zero have a site that does not hold its argmax and are left
 # within a few sweeps; traps (m > 0) tend to stay longer the larger m/τ, and the fitted slope c says how close
 # the growth is to the predicted $e^{m/\tau}$ ($c = 1$; the intercept b should then be near log n, the cost of first
@@ -478,6 +519,31 @@ else:
 # one, as happens when the uniform margin the theorem needs is absent. And where $m/\tau < \ln(V-1)$ the
 # theorem's bound is vacuous (theory page, {ref}`when the bound says something <theory-margin-bound>`), so
 # the fit is a heuristic suggested by the form of the bound, not a test of it.
+
+# %%
+finite_c = bool(np.isfinite(fit["slope"]))
+lowest = margin_summary.sort_values("temperature").iloc[0]
+run.conclude(
+    claim="The theorems' conditions, measured: Dobrushin's total influence falls below 1 at high temperature "
+          "(fast mixing), and at low temperature a state's dwell time grows like $e^{c\\,m/\\tau}$ with its margin "
+          "m, with c = 1 (metastability).",
+    key_numbers={
+        **{f"n = {r.length}: crossing τ* of the pooled total influence (a lower bound on the true crossing)":
+           (f"{r.crossing_temperature:.2f}" if r.status == "inside the grid" else r.status)
+           + f"; slow-to-fast boundary of the phase diagram {r.boundary_temperature:g}" for r in crossing.itertuples()},
+        f"median weakest-site margin of a state at τ = {lowest.temperature:g}": f"{lowest.median_state_min_margin:.2f} logits",
+        "dwell–margin rate c (95% bootstrap)":
+            f"{fit['slope']:.2f} [{fit['slope_low']:.2f}, {fit['slope_high']:.2f}] over {fit['count']} traps"
+            if finite_c else f"not fitted: {fit['count']} uncensored traps",
+        "largest m/τ among the fitted traps, against ln(V − 1)":
+            f"{fit_rows.margin_over_tau.max():.1f} vs {math.log(int(mlm.support.sum()) - 1):.1f}" if len(fit_rows) else "no traps",
+    },
+    checks={
+        "the pooled total influence falls below 1 inside or below the temperature grid at every length":
+            bool(not crossing.status.str.startswith("above").any()),
+        "the dwell grows with the margin: c's 95% interval lies above zero": bool(fit["slope_low"] > 0) if finite_c else None,
+        "c's 95% interval contains the predicted rate 1": bool(fit["slope_low"] <= 1 <= fit["slope_high"]) if finite_c else None,
+    })
 
 # %%
 run.finish()

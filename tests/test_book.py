@@ -299,8 +299,10 @@ def test_pages_fold_the_machinery_and_offer_their_files(built):
     nb = json.loads((built.root / "book" / "notebooks" / "99_example.ipynb").read_text())
     code = [c for c in nb["cells"] if c["cell_type"] == "code"]
     tags = [c["metadata"].get("tags", []) for c in code]
-    assert "hide-cell" in tags[0] and "parameters" in tags[0]        # the parameters cell, folded whole
-    assert "hide-input" in tags[next(k for k, c in enumerate(code) if "PROFILES" in "".join(c["source"]))]
+    assert "remove-cell" in tags[0] and "google.colab" in "".join(code[0]["source"])  # the Colab install, off the page
+    assert not code[0].get("outputs")                                 # added after the run: never executed here
+    assert "hide-cell" in tags[1] and "parameters" in tags[1]        # the parameters cell, folded whole
+    assert "hide-cell" in tags[next(k for k, c in enumerate(code) if "PROFILES" in "".join(c["source"]))]
     assert "remove-cell" in tags[-1] and "".join(code[-1]["source"]).strip() == "run.finish()"
     downloads = nb["cells"][-1]
     assert downloads["cell_type"] == "markdown" and "## Downloads" in "".join(downloads["source"])

@@ -60,3 +60,39 @@ def test_no_progress_bar_or_stderr_block_reaches_a_committed_page(notebook):
     blocks = [(k, "".join(o.get("text", ""))[:80]) for k, c in enumerate(cells) if c["cell_type"] == "code"
               for o in c.get("outputs", []) if o["output_type"] == "stream" and o["name"] == "stderr"]
     assert not blocks, f"stderr output on the page: {blocks}"
+
+
+SOURCES = sorted(book.NOTEBOOKS.glob("0*.py"))
+
+
+@pytest.mark.parametrize("source", SOURCES, ids=[p.stem for p in SOURCES])
+def test_every_result_page_opens_with_its_result_box_and_captions_every_figure(source):
+    import re
+
+    import jupytext
+
+    cells = jupytext.read(source).cells
+    markdown = [c.source for c in cells if c.cell_type == "markdown"]
+    code = "\n".join(c.source for c in cells if c.cell_type == "code")
+    number = source.stem[:2]
+    # the box comes right after the title and claim, before any code
+    assert f":name: result-{number}" in markdown[1] and "{glue:md} result" in markdown[1], markdown[1][:200]
+    assert cells[2].cell_type == "code" and "run.conclude(" in code
+    figures = re.findall(r'save_figure\(fig, "([a-z_]+)"\)', code)
+    captions = re.findall(r":::\{glue:figure\} fig:([a-z_]+)\n:name: (\S+)\n:alt: (.+)", "\n".join(markdown))
+    assert sorted(figures) == sorted(name for name, _, _ in captions), "every saved figure needs one caption cell"
+    assert all(label == f"fig-{number}-{name.replace('_', '-')}" and len(alt) > 20 for name, label, alt in captions)
+
+
+@pytest.mark.parametrize("notebook", EXECUTED, ids=[p.stem for p in EXECUTED])
+def test_a_committed_page_carries_its_result_and_its_figures(notebook):
+    import re
+
+    cells = json.loads(current_page(notebook).read_text())["cells"]
+    glued = {o["metadata"]["scrapbook"]["name"] for c in cells if c["cell_type"] == "code" for o in c.get("outputs", [])
+             if "scrapbook" in o.get("metadata", {})}
+    wanted = {"result"} | {f"fig:{m}" for c in cells if c["cell_type"] == "markdown"
+                           for m in re.findall(r"\{glue:figure\} fig:([a-z_]+)", "".join(c["source"]))}
+    assert wanted <= glued, f"pasted but never glued: {sorted(wanted - glued)}"
+    result = json.loads((notebook.with_suffix("") / "result.json").read_text())
+    assert result["verdict"] in ("reproduced", "partly reproduced", "not reproduced", "not testable at this scale")

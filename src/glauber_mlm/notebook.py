@@ -5,6 +5,7 @@ A notebook declares `PROFILES = {"smoke": {...}, "cpu": {...}, "paper": {...}}` 
 every keyword that is not None overrides the profile. Tables go to CSV, figures to PNG, and
 `run.finish()` writes provenance.json (model, profile, parameters, device, the chains' forward dtype,
 machine and CPU class, versions, commit, wall time, and the run id that ties it to its executed page).
+`run.conclude(claim, key_numbers, checks)` makes the page's result box (see `verdict.py`).
 `run.upstream_table(NAME, TABLE)` reads another notebook's published table only when its provenance
 matches this run's model and profile.
 """
@@ -77,6 +78,9 @@ class Run:
         self.run_id = os.environ.get("GLAUBER_MLM_RUN_ID") or uuid.uuid4().hex[:16]
         self.started = time.time()
         torch.manual_seed(self.params.get("seed", 0))
+        from .plots import use_book_style
+
+        use_book_style()
 
     def __getitem__(self, key: str):
         return self.params[key]
@@ -153,7 +157,59 @@ class Run:
         return df
 
     def save_figure(self, fig, name: str) -> None:
-        fig.savefig(self.out / f"{name}.png", dpi=130, bbox_inches="tight")
+        """Save `fig` as NAME.png at the book's resolution, its log axes labelled in plain numbers.
+
+        The PNG is also glued as `fig:NAME` (myst-nb), so the page shows it in a numbered `{glue:figure}` with its
+        caption and alt text; in a book run (`glauber-mlm run/book`) the figure is closed so that it is not shown
+        a second time below its cell. Run interactively, the figure shows below its cell as usual.
+        """
+        import matplotlib.pyplot as plt
+
+        from .plots import DPI, plain_log_ticks
+
+        plain_log_ticks(fig)
+        path = self.out / f"{name}.png"
+        fig.savefig(path, dpi=DPI, bbox_inches="tight")
+        try:
+            from IPython.display import Image
+            from myst_nb import glue
+        except ImportError:
+            return
+        glue(f"fig:{name}", Image(filename=str(path)), display=False)
+        if os.environ.get("GLAUBER_MLM_RUN_ID"):
+            plt.close(fig)
+
+    def build(self) -> str:
+        """This build in one line: profile, model(s), the chains' forward dtype, the machine."""
+        models = self.params.get("model", self.params.get("models"))
+        models = models if isinstance(models, (list, tuple)) else [models]
+        names = ", ".join(str(m or "the embedded minilm-mlm") for m in models)
+        return (f"`{self.profile}` profile · model {names} · "
+                f"{self.forward_dtype()} forward · {machine()}")
+
+    def conclude(self, claim: str, key_numbers: dict[str, str], checks: dict[str, bool | None]) -> None:
+        """The page's result box: glued as `result` (shown at the top of the page) and saved as result.json.
+
+        `key_numbers` are this run's key numbers, already formatted with their intervals; `checks` are the page's
+        pre-stated criteria, each True, False or None (not computable here). The verdict is in result.json.
+        """
+        from IPython.display import Markdown
+
+        from .verdict import box_markdown, judge
+
+        verdict = judge(checks)
+        text = box_markdown(claim, self.build(), key_numbers, checks, verdict)
+        (self.out / "result.json").write_text(json.dumps(dict(
+            notebook=self.name, verdict=verdict.word, summary=verdict.summary, claim=claim, build=self.build(),
+            numbers=key_numbers, checks=checks), indent=2, ensure_ascii=False))
+        try:
+            from myst_nb import glue
+        except ImportError:  # outside the book's environment: show the box where it is computed
+            from IPython.display import display
+
+            display(Markdown(text))
+        else:
+            glue("result", Markdown(text), display=False)
 
     def finish(self) -> dict:
         """Write provenance.json (the page printed it already in its set-up cell; the execution page lists it too)."""

@@ -175,6 +175,7 @@ def _finish_page(notebook: Path, results: Path, src: Path, stamp: dict) -> None:
     nb.metadata["glauber_mlm"] = stamp
     page.fold_machinery(nb)
     page.add_downloads(nb, results, src)
+    page.add_colab_setup(nb, page.repository_url())
     nbformat.write(nb, notebook)
 
 

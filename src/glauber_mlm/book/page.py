@@ -1,18 +1,22 @@
 """What the reader of an executed page sees besides the science: machinery folded away, and the downloads.
 
 Applied to a finished run before it is published (`run_notebook`):
-- the parameters cell and papermill's injected cell are folded whole (`hide-cell`), the set-up cell (the
-  first after the parameters) and every plotting cell show their output with the code folded (`hide-input`),
+- the parameters cell, papermill's injected cell and the set-up cell (the first after the parameters: imports,
+  the profile, the provenance it prints) are folded whole (`hide-cell`); every plotting cell and the cell that
+  computes the result box (`run.conclude`) show their output with the code folded (`hide-input`),
   and the closing `run.finish()` cell is removed (the execution page lists every run's provenance);
 - a last section links the page's tables (CSV), figures (PNG), provenance.json, the executed notebook and
-  its Jupytext source, so a reader can take the numbers home.
+  its Jupytext source, so a reader can take the numbers home;
+- a first cell, removed from the HTML page, installs the package when the notebook is opened on Colab.
 """
 from __future__ import annotations
 
 import shutil
 from pathlib import Path
 
-PLOTTING = ("plt.subplots", "plt.figure", "save_figure", "sns.")
+from .parameters import REPO
+
+PLOTTING = ("plt.subplots", "plt.figure", "save_figure", "sns.", "interactive_map(")
 
 
 def _tags(cell) -> list[str]:
@@ -32,13 +36,42 @@ def fold_machinery(nb) -> None:
     for k in params:
         _tag(code[k], "hide-cell")
     if params and params[-1] + 1 < len(code):
-        _tag(code[params[-1] + 1], "hide-input")
+        _tag(code[params[-1] + 1], "hide-cell")
     for cell in code:
         source = cell.source
         if source.strip() == "run.finish()":
             _tag(cell, "remove-cell")
-        elif any(p in source for p in PLOTTING):
+        elif any(p in source for p in PLOTTING) or "run.conclude(" in source:
             _tag(cell, "hide-input")
+
+
+COLAB_SETUP = """\
+# On Google Colab (the rocket button of the book's page): fetch the repository, with its embedded model and data,
+# and install the package; then edit `profile` below ("smoke" for a quick look, "paper" on a GPU runtime) and run all.
+import os, subprocess, sys
+if "google.colab" in sys.modules and not os.path.isdir("/content/glauber-mlm"):
+    subprocess.run(["git", "clone", "--depth", "1", "{url}", "/content/glauber-mlm"], check=True)
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "-e", "/content/glauber-mlm"], check=True)
+    sys.path.insert(0, "/content/glauber-mlm/src")
+"""
+
+
+def repository_url() -> str:
+    """The repository the book points to (`repository.url` of `_config.yml`)."""
+    import yaml
+
+    return yaml.safe_load((REPO / "_config.yml").read_text())["repository"]["url"]
+
+
+def add_colab_setup(nb, repository_url: str) -> None:
+    """Put a first cell that installs the package on Colab (removed from the HTML page, shown in Colab).
+
+    It is added after the run, so it never executes here and has no output."""
+    import nbformat
+
+    cell = nbformat.v4.new_code_cell(COLAB_SETUP.format(url=repository_url))
+    _tag(cell, "remove-cell")
+    nb.cells.insert(0, cell)
 
 
 def add_downloads(nb, results: Path, source: Path) -> None:
@@ -48,8 +81,10 @@ def add_downloads(nb, results: Path, source: Path) -> None:
     results = Path(results)
     shutil.copy2(source, results / source.name)
     files = sorted(p.name for p in results.iterdir() if p.is_file())
-    kind = {".csv": "table", ".png": "figure", ".json": "provenance", ".py": "Jupytext source"}
-    links = [f"- [{name}]({results.name}/{name}) ({kind.get(Path(name).suffix, 'file')})" for name in files]
+    kind = {".csv": "table", ".png": "figure", ".py": "Jupytext source",
+            "provenance.json": "provenance", "result.json": "the result box: claim, key numbers, checks, verdict"}
+    links = [f"- [{name}]({results.name}/{name}) ({kind.get(name, kind.get(Path(name).suffix, 'file'))})"
+             for name in files]
     links.append(f"- [{results.name}.ipynb]({results.name}.ipynb) (this executed notebook)")
     text = "## Downloads\n\nEverything this page computed, as files:\n\n" + "\n".join(links)
     nb.cells.append(nbformat.v4.new_markdown_cell(text))

@@ -21,7 +21,7 @@ GENERATED_PAGES = {"execution.md"}
 
 
 def prepare_root(root: Path) -> Path:
-    """Copy the book's config, toc, prose pages (with their images) and the model card into `root`.
+    """Copy the book's config, toc, static files (CSS), prose pages (with their images) and the model card into `root`.
 
     They are refreshed on every call (a build folder holds no edits of its own); a model card missing
     from the repository becomes a one-line placeholder in `root`. Nothing is copied when `root` is
@@ -33,6 +33,7 @@ def prepare_root(root: Path) -> Path:
         return root
     for fname in ("_config.yml", "_toc.yml"):
         shutil.copy2(REPO / fname, root / fname)
+    shutil.copytree(REPO / "_static", root / "_static", dirs_exist_ok=True)  # the book's CSS
     (root / "book").mkdir(exist_ok=True)
     for page in sorted((REPO / "book").iterdir()):  # prose pages and the figures they show
         if page.is_file() and page.name not in GENERATED_PAGES and not page.name.startswith("."):
@@ -117,7 +118,8 @@ def _model_label(params: dict) -> str:
 
 
 def execution_rows(root: Path) -> list[dict]:
-    """One row per executed notebook in `<root>/book/notebooks`: profile, model, device, machine, times, commit."""
+    """One row per executed notebook in `<root>/book/notebooks`: profile, model, device, machine, times, commit,
+    and the verdict of its result box (result.json)."""
     import nbformat
 
     rows = []
@@ -131,6 +133,11 @@ def execution_rows(root: Path) -> list[dict]:
         except Exception:
             pass
         params = prov.get("parameters", {})
+        result_path = nb_path.with_suffix("") / "result.json"
+        try:
+            verdict = json.loads(result_path.read_text()).get("verdict", "–") if result_path.exists() else "–"
+        except ValueError:
+            verdict = "unreadable result.json"
         rows.append({
             "notebook": name,
             "status": "ok" if not problems(nb_path) else "incomplete",
@@ -144,6 +151,8 @@ def execution_rows(root: Path) -> list[dict]:
             "commit": prov.get("commit", "–"),
             "finished": (meta.get("end_time") or "")[:19].replace("T", " "),
             "versions": prov.get("versions", {}),
+            "verdict": verdict,
+            "has_provenance": prov_path.exists(),
         })
     return rows
 
@@ -165,20 +174,21 @@ def write_execution_page(root: Path, executed: set[str] | None = None) -> Path:
         "this page, or reused from an earlier one because none of its inputs changed (`glauber-mlm book --force`",
         "re-executes all). The chains' forward dtype is bfloat16 on CPUs with native bf16 (Intel AMX)",
         "and on GPUs, float32 elsewhere; the two give different numbers, so compare builds of one dtype.",
-        "Rectangle and influence estimates always run in float32.",
+        "Rectangle and influence estimates always run in float32. *Verdict* is the one in the result box at",
+        "the top of each result page, computed from that page's tables by the rule stated in the box.",
         "",
     ]
     if rows:
         lines += [
             "## What ran",
             "",
-            "| notebook | status | this build | profile | model | device | chains' forward dtype | notebook time | papermill time |",
-            "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+            "| notebook | verdict | status | this build | profile | model | device | chains' forward dtype | notebook time | papermill time |",
+            "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
         ]
         for r in rows:
             link = f"[{r['notebook']}](notebooks/{r['notebook']}.ipynb)"
             built = "executed" if r["notebook"] in executed else f"reused (commit {r['commit']})"
-            cells = [link, r["status"], built, r["profile"], _code(r["model"]), r["device"], r["forward_dtype"],
+            cells = [link, r["verdict"], r["status"], built, r["profile"], _code(r["model"]), r["device"], r["forward_dtype"],
                      _fmt_seconds(r["wall_time_s"]), _fmt_seconds(r["papermill_s"])]
             lines.append("| " + " | ".join(_md_cell(c) for c in cells) + " |")
         total = sum(float(r["papermill_s"] or 0) for r in rows)
@@ -187,11 +197,12 @@ def write_execution_page(root: Path, executed: set[str] | None = None) -> Path:
             "",
             "## Where and when",
             "",
-            "| notebook | machine | commit | finished (UTC) |",
-            "| --- | --- | --- | --- |",
+            "| notebook | machine | commit | finished (UTC) | provenance |",
+            "| --- | --- | --- | --- | --- |",
         ]
         for r in rows:
-            cells = [r["notebook"], r["machine"], _code(r["commit"]), r["finished"] or "–"]
+            prov = (f"[provenance.json](notebooks/{r['notebook']}/provenance.json)" if r["has_provenance"] else "–")
+            cells = [r["notebook"], r["machine"], _code(r["commit"]), r["finished"] or "–", prov]
             lines.append("| " + " | ".join(_md_cell(c) for c in cells) + " |")
         versions = next((r["versions"] for r in rows if r["versions"]), {})
         if versions:
@@ -220,6 +231,19 @@ def _jupyter_book() -> list[str]:
     return [found]
 
 
+def ship_plotly(root: Path) -> Path:
+    """Write the installed plotly.js to `<root>/_static/plotly.min.js` (not committed: it comes with the `plotly`
+    package), so that the interactive figures of the pages work offline; Jupyter Book loads every `_static` script."""
+    from plotly.offline import get_plotlyjs
+
+    path = Path(root) / "_static" / "plotly.min.js"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    js = get_plotlyjs()
+    if not path.exists() or path.read_text() != js:
+        path.write_text(js)
+    return path
+
+
 def build_book(root: Path, quiet: bool = False) -> Path:
     """`jupyter-book build root -W --keep-going` with the effective toc; returns the HTML entry page.
 
@@ -232,6 +256,7 @@ def build_book(root: Path, quiet: bool = False) -> Path:
         print(f"toc: skipping {doc} (no such page here{' - notebook not executed' if 'notebooks/' in doc else ''})")
     for doc in added:
         print(f"toc: adding {doc} (executed, not listed in _toc.yml)")
+    ship_plotly(root)
     build = root / "_build"
     build.mkdir(exist_ok=True)
     toc_path = build / "toc.yml"
