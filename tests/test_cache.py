@@ -1,6 +1,7 @@
 """The execution cache: changing one input re-executes exactly the notebooks it concerns, and nothing else."""
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -81,6 +82,25 @@ def test_each_input_re_executes_exactly_the_notebooks_it_concerns(world, monkeyp
             "model weights": world["model"] / "model.safetensors"}[what]
     with edited(path, "\n# edited\n"):
         assert stale(world, monkeypatch) == expected
+
+
+def test_a_new_run_of_the_notebook_it_reads_from_re_executes_the_reader(world, monkeypatch, tmp_path):
+    monkeypatch.setattr(cache, "UPSTREAM", {"92_b": ("91_a",)})
+    root = tmp_path / "root"
+    shutil.copytree(world["root"], root)
+    results = root / "book" / "notebooks"
+    src = world["nbs"] / "92_b.py"
+    params = prepare_parameters(src, {"profile": "smoke"})
+    monkeypatch.setattr(cache, "LIBRARY", world["library"])
+    monkeypatch.setattr(cache, "MANIFEST", world["manifest"])
+    page = results / "92_b.ipynb"
+    stamp = json.loads(page.read_text())
+    stamp["metadata"]["glauber_mlm"]["inputs"] = cache.inputs(src, params, results)  # as if 92_b had read 91_a's run
+    page.write_text(json.dumps(stamp))
+    assert cache.stale_reason(src, params, page) is None
+    prov = results / "91_a" / "provenance.json"
+    prov.write_text(prov.read_text().replace(json.loads(prov.read_text())["run_id"], "a-newer-run"))
+    assert cache.stale_reason(src, params, page) == "changed: upstream"
 
 
 def test_other_parameters_re_execute_that_notebook(world, monkeypatch):

@@ -152,6 +152,18 @@ class Run:
             return None, f"{notebook}'s published run differs from this one ({', '.join(differ)})"
         return pd.read_csv(path), f"{notebook}/{table}.csv, run {prov.get('run_id', '?')}"
 
+    def checkpoint(self, label: str) -> Path | None:
+        """Where a long call saves its progress (`glauber(..., checkpoint=run.checkpoint("chains"))`).
+
+        Under `glauber-mlm run/book` it is `<root>/_build/checkpoints/NAME/<inputs key>/LABEL.pt`, kept until the run
+        is published, so that a killed or interrupted run resumes where it stopped; run interactively, None (no
+        checkpoint)."""
+        folder = os.environ.get("GLAUBER_MLM_CHECKPOINTS")
+        if not folder:
+            return None
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        return Path(folder) / f"{label}.pt"
+
     def save_table(self, df, name: str):
         df.to_csv(self.out / f"{name}.csv", index=False)
         return df

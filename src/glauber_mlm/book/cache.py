@@ -1,11 +1,13 @@
 """The execution cache: re-execute a notebook only when something its results depend on has changed.
 
-The key of a run is the SHA-256 of five inputs, each hashed on its own so that a stale page can say why:
+The key of a run is the SHA-256 of six inputs, each hashed on its own so that a stale page can say why:
 - `notebook`: the notebook's Jupytext source;
 - `parameters`: the parameters it is run with (profile and overrides, after `resolve_parameters`);
 - `library`: the source of `glauber_mlm` (every module but the `book` commands themselves);
 - `data`: `data/MANIFEST.json`, which holds the checksums of the embedded data and the embedded model;
-- `models`: for each model given as a local folder, its config and weights; a hub name counts as itself.
+- `models`: for each model given as a local folder, its config and weights; a hub name counts as itself;
+- `upstream`: the run ids of the published notebooks whose tables it reads (`UPSTREAM`), so that a page
+  re-executes when the run it read from was replaced.
 `run_notebook` stamps the key into the executed notebook; `glauber-mlm book` reuses a published page whose
 stamp equals the key it would run with, and re-executes the others (all of them with `--force`).
 """
@@ -20,6 +22,8 @@ from .publish import problems
 
 LIBRARY = REPO / "src" / "glauber_mlm"
 MANIFEST = REPO / "data" / "MANIFEST.json"
+# notebook -> the notebooks whose published tables it reads (`Run.upstream_table`): they must run before it
+UPSTREAM = {"05_influence_and_margin": ("02_high_temperature_mixing",)}
 
 
 def _sha(data: bytes) -> str:
@@ -57,8 +61,20 @@ def models_digest(params: dict) -> str:
     return h.hexdigest()
 
 
-def inputs(src: Path, params: dict) -> dict[str, str]:
-    """The hash of each input of a run of notebook `src` with `params` (see the module doc)."""
+def upstream_digest(name: str, results: Path) -> str:
+    """Hash of the run ids of the notebooks `name` reads from (`UPSTREAM`), as published in `results`."""
+    ids = []
+    for up in UPSTREAM.get(name, ()):
+        prov = Path(results) / up / "provenance.json"
+        try:
+            ids.append(json.loads(prov.read_text()).get("run_id", "none"))
+        except (OSError, ValueError):
+            ids.append("none")
+    return _sha(json.dumps(ids).encode())
+
+
+def inputs(src: Path, params: dict, results: Path) -> dict[str, str]:
+    """The hash of each input of a run of notebook `src` with `params`, publishing into `results` (see the module doc)."""
     shown = {k: v for k, v in params.items() if k != "output_dir"}
     return {
         "notebook": _sha(Path(src).read_bytes()),
@@ -66,6 +82,7 @@ def inputs(src: Path, params: dict) -> dict[str, str]:
         "library": library_digest(),
         "data": _sha(MANIFEST.read_bytes()) if MANIFEST.is_file() else "none",
         "models": models_digest(params),
+        "upstream": upstream_digest(Path(src).stem, results),
     }
 
 
@@ -84,5 +101,6 @@ def stale_reason(src: Path, params: dict, published: Path) -> str | None:
     stamp = json.loads(published.read_text()).get("metadata", {}).get("glauber_mlm", {})
     if "inputs" not in stamp:
         return "executed before the cache existed"
-    changed = [name for name, digest in inputs(src, params).items() if stamp["inputs"].get(name) != digest]
+    changed = [name for name, digest in inputs(src, params, published.parent).items()
+               if stamp["inputs"].get(name) != digest]
     return f"changed: {', '.join(changed)}" if changed else None

@@ -37,7 +37,7 @@ def ensure_kernel(name: str = KERNEL) -> None:
 
 
 @contextlib.contextmanager
-def _kernel_environment(run_id: str, results: Path):
+def _kernel_environment(run_id: str, results: Path, checkpoints: Path | None):
     """Environment of the kernels started inside, so that the pages show the notebooks' own output.
 
     - tqdm's 'IProgress not found' warning is silenced: without ipywidgets, `tqdm.auto` in a kernel
@@ -45,11 +45,16 @@ def _kernel_environment(run_id: str, results: Path):
       need JavaScript from the network to render);
     - Hugging Face's own bars ('Loading weights', downloads) are off unless HF_HUB_DISABLE_PROGRESS_BARS
       is set: they say nothing about the result;
-    - the run id (written to provenance.json) and the published results folder (where a notebook reads
-      another notebook's tables) are passed on.
+    - the run id (written to provenance.json), the published results folder (where a notebook reads
+      another notebook's tables) and the checkpoint folder (`Run.checkpoint`; none without staging) are passed on.
     """
-    saved = {k: os.environ.get(k) for k in ("PYTHONWARNINGS", "HF_HUB_DISABLE_PROGRESS_BARS", pub.RUN_ID, pub.RESULTS)}
+    saved = {k: os.environ.get(k) for k in ("PYTHONWARNINGS", "HF_HUB_DISABLE_PROGRESS_BARS", pub.RUN_ID, pub.RESULTS,
+                                            pub.CHECKPOINTS)}
     os.environ[pub.RUN_ID], os.environ[pub.RESULTS] = run_id, str(results)
+    if checkpoints is None:
+        os.environ.pop(pub.CHECKPOINTS, None)
+    else:
+        os.environ[pub.CHECKPOINTS] = str(checkpoints)
     os.environ["PYTHONWARNINGS"] = ",".join(filter(None, [saved["PYTHONWARNINGS"], "ignore:IProgress not found"]))
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     try:
@@ -123,7 +128,7 @@ def run_notebook(
     name = src.stem
     out_notebook, output_dir = Path(out_notebook).resolve(), Path(output_dir).resolve()
     params = prepare_parameters(src, parameters or {})
-    stamp = {"inputs": cache.inputs(src, params)}
+    stamp = {"inputs": cache.inputs(src, params, out_notebook.parent)}
     if staging is None:  # a fresh folder per call: concurrent runs of one notebook never share an attempt
         attempt = Path(tempfile.mkdtemp(prefix=f"glauber-mlm-{name}-"))
     else:
@@ -134,11 +139,13 @@ def run_notebook(
     staged_nb, staged_dir = attempt / f"{name}.ipynb", attempt / output_dir.name
     params["output_dir"] = output_dir.name
     run_id = pub.new_run_id()
+    # a killed run resumes from here: one folder per notebook and inputs, beside staging, removed once published
+    checkpoints = None if staging is None else attempt.parent.parent / "checkpoints" / name / cache.key(stamp["inputs"])[:16]
     ensure_kernel()
     ipynb = attempt / f"{name}.source.ipynb"
     _to_ipynb(src, ipynb)
     try:
-        with _kernel_environment(run_id, output_dir.parent):
+        with _kernel_environment(run_id, output_dir.parent, checkpoints):
             pm.execute_notebook(
                 str(ipynb), str(staged_nb), parameters=params, kernel_name=KERNEL,
                 progress_bar=progress, log_output=log_output, cwd=str(attempt),
@@ -158,6 +165,8 @@ def run_notebook(
                              f"  the attempt is in {attempt}", staged_nb)
     pub.publish(staged_nb, staged_dir, out_notebook, output_dir)
     shutil.rmtree(attempt)
+    if checkpoints is not None:
+        shutil.rmtree(checkpoints.parent, ignore_errors=True)
     return out_notebook
 
 

@@ -20,6 +20,7 @@ from .errors import BookError
 
 RUN_ID = "GLAUBER_MLM_RUN_ID"        # the kernel's run id; `Run.provenance` writes it to provenance.json
 RESULTS = "GLAUBER_MLM_RESULTS"      # the published results folder, where `Run.upstream_table` reads other notebooks
+CHECKPOINTS = "GLAUBER_MLM_CHECKPOINTS"  # where a run's long calls save their progress (`Run.checkpoint`)
 REQUIRED = ("notebook", "profile", "parameters", "device", "commit", "versions", "run_id")
 
 
