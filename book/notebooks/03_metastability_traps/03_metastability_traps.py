@@ -80,13 +80,14 @@ from glauber_mlm.stats import bootstrap_ci, km_median, km_survival, proportion_c
 # the calibration rules (quantile levels), the trap temperatures and the control are the same in every profile
 RULES = dict(temperature=0.1, control_temperature=2.0, radius_quantile=0.9,
              radius_quantiles=[0.5, 0.75, 0.9, 0.95, 0.99], delta_quantiles=[0.1, 0.25, 0.5], neighbours=4)
+# cpu: sized so that the whole book (`make book FORCE=1`) fits in 30 minutes on 2 CPU cores without native bf16
 PROFILES = {
     "smoke": dict(model=None, embedder=None, device=None, seed=0, passages="embedded", starts=[0, 1], length=12,
                   seeds=1, steps=60, record_every=4, min_dwell=12, calibration_passages=16,
                   temperatures=[0.1, 1.0], chains=4, reach_steps=30, umap=False, **RULES),
     "cpu":   dict(model=None, embedder=None, device=None, seed=0, passages="embedded", starts=[0, 1, 2], length=24,
                   seeds=1, steps=2000, record_every=10, min_dwell=100, calibration_passages=64,
-                  temperatures=[0.05, 0.1, 0.25, 0.5, 1.0, 2.0], chains=15, reach_steps=500, umap=True, **RULES),
+                  temperatures=[0.05, 0.1, 0.25, 0.5, 1.0, 2.0], chains=12, reach_steps=500, umap=True, **RULES),
     "paper": dict(model="bert-base-uncased", embedder=None, device=None, seed=0, passages="ms_marco",
                   starts=[0, 1, 2, 3, 4], length=32, seeds=2, steps=10_000, record_every=10, min_dwell=100,
                   calibration_passages=256, temperatures=[0.1, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0], chains=100,
@@ -232,7 +233,8 @@ chain_seed = run["seed"] + np.arange(PS)
 kinds = {"low τ": tau_low, "control": tau_ctl}
 x_init = torch.cat([x_starts[chain_start]] * 2)
 traj = gm.glauber(mlm, x_init, run["steps"], temperature=torch.tensor([tau_low] * PS + [tau_ctl] * PS),
-                  seed=chain_seed.tolist() * 2, record_every=run["record_every"], progress=True)
+                  seed=chain_seed.tolist() * 2, record_every=run["record_every"], progress=True,
+                  checkpoint=run.checkpoint("trajectories"))
 R = traj.states.shape[0]
 texts = np.array(mlm.decode(traj.states.reshape(R * 2 * PS, n))).reshape(R, 2 * PS)
 emb = semantic.embed(emb_model, texts.ravel().tolist(), progress=True).reshape(R, 2 * PS, -1)
@@ -511,7 +513,7 @@ print(f"the paired criterion separates low temperature from the control at {held
 taus = torch.tensor(temps).repeat_interleave(run["chains"])
 reach_start = np.tile(np.arange(run["chains"]) % P, len(temps))
 reach = gm.glauber(mlm, x_starts[reach_start], run["reach_steps"], temperature=taus, seed=run["seed"] + 1000,
-                   record_every=run["record_every"], progress=True)
+                   record_every=run["record_every"], progress=True, checkpoint=run.checkpoint("reach"))
 R2 = reach.states.shape[0]
 reach_texts = mlm.decode(reach.states.reshape(-1, n))
 reach_emb = semantic.embed(emb_model, reach_texts, progress=True).reshape(R2, len(taus), -1)

@@ -69,11 +69,12 @@ from glauber_mlm.passages import DATA, load_passages, load_political_text, sampl
 from glauber_mlm.plots import interactive_map, interval_errorbar, temperature_axis
 from glauber_mlm.stats import km_median, km_survival
 
+# cpu: sized so that the whole book (`make book FORCE=1`) fits in 30 minutes on 2 CPU cores without native bf16
 PROFILES = {
     "smoke": dict(model=None, embedder=None, device=None, seed=0, passages="embedded", length=12, starts=3, seeds=1,
                   temperatures=[0.1, 1.0], steps=40, record_every=4, score_texts=200, method="logistic",
                   threshold=0.5, test_fraction=0.3, base_passages=300),
-    "cpu":   dict(model=None, embedder=None, device=None, seed=0, passages="embedded", length=24, starts=24,
+    "cpu":   dict(model=None, embedder=None, device=None, seed=0, passages="embedded", length=24, starts=20,
                   seeds=1, temperatures=[0.1, 0.25, 0.5, 1.0], steps=200, record_every=10, score_texts=2400,
                   method="logistic", threshold=0.5, test_fraction=0.25, base_passages=None),
     "paper": dict(model="bert-base-uncased", embedder=None, device=None, seed=0, passages="embedded", length=32,
@@ -222,7 +223,8 @@ for tau in temps:
 meta = pd.DataFrame(meta)
 B, n = len(meta), run["length"]
 traj = gm.glauber(mlm, torch.stack(inits), run["steps"], temperature=torch.tensor(meta.temperature.to_numpy()),
-                  seed=run["seed"], record_every=run["record_every"], progress=True)
+                  seed=run["seed"], record_every=run["record_every"], progress=True,
+                  checkpoint=run.checkpoint("chains"))
 R = traj.states.shape[0]
 texts = np.array(mlm.decode(traj.states.reshape(R * B, n))).reshape(R, B)
 emb = semantic.embed(emb_model, texts.ravel().tolist(), progress=True).reshape(R, B, -1)

@@ -80,6 +80,7 @@ from glauber_mlm.passages import load_passages, passage_pairs, sample_passages
 from glauber_mlm.plots import interval_errorbar
 from glauber_mlm.stats import bootstrap_ci, censored_median, slow_to_fast_boundary
 
+# cpu: sized so that the whole book (`make book FORCE=1`) fits in 30 minutes on 2 CPU cores without native bf16
 PROFILES = {
     "smoke": dict(model=None, device=None, seed=0, seeds=1, passages="embedded", lengths=[5], contexts=2,
                   replacements=1, top_k=10, temperatures=[0.5, 1.0, 2.0, 4.0, 8.0], chain_temperatures=[0.1, 0.3],
@@ -216,7 +217,8 @@ if phase is None:
         grid = [(tau, p) for tau in phase_taus for p in range(run["pairs"])]
         res = gm.coupling_times(mlm, x0.repeat(len(phase_taus), 1), y0.repeat(len(phase_taus), 1), run["budget"],
                                 temperature=torch.tensor([tau for tau, _ in grid]),
-                                seed=(run["seed"] * 1000 + n) * 1_000_000 + torch.arange(len(grid)), progress=True)
+                                seed=(run["seed"] * 1000 + n) * 1_000_000 + torch.arange(len(grid)), progress=True,
+                                checkpoint=run.checkpoint(f"phase_n{n}"))
         for tau in phase_taus:
             k = torch.tensor([g[0] == tau for g in grid])
             rows.append(dict(temperature=tau, length=n, median_time=censored_median(res.times[k], res.met[k]),
@@ -371,7 +373,7 @@ grid = [(tau, p, s) for tau in chain_taus for p in range(B0) for s in range(run[
 init = torch.stack([chain_starts[p] for _, p, _ in grid])
 chain_temp = torch.tensor([tau for tau, _, _ in grid])
 traj = gm.glauber(mlm, init, run["steps"], chain_temp, seed=run["seed"] * 1_000_003 + torch.arange(len(grid)),
-                  record_every=1, progress=True)
+                  record_every=1, progress=True, checkpoint=run.checkpoint("chains"))
 snap_steps = list(range(0, run["steps"] + 1, run["record_every"]))
 snaps = traj.states[snap_steps]  # (S, B, n)
 m = gm.local_margins(mlm, snaps.reshape(-1, L)).view(len(snap_steps), len(grid), L)
