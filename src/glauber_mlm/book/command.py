@@ -2,17 +2,19 @@
 
 Every notebook's parameters are checked before any kernel starts; `book` re-executes only the notebooks
 whose inputs changed (see `cache`; `--force` re-executes all); each executes in `<root>/_build/staging/NAME/`
-and is published only when it finished (see `publish`).
+and is published only when it finished (see `publish`). `book --workers N` or `--scheduler ADDRESS` executes
+them as Dask tasks (see `fanout`) instead of one after the other; the rest of `book` is the same.
 """
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 import time
 from pathlib import Path
 
 from .errors import BookError
-from . import cache
+from . import cache, fanout
 from .execute import prepare_parameters, run_notebook
 from .parameters import NOTEBOOKS, REPO, known_notebooks, notebook_source, parse_value
 from .site import build_book, prepare_root, write_execution_page
@@ -42,6 +44,12 @@ def _parser(command: str) -> argparse.ArgumentParser:
         p.add_argument("--only", nargs="+", metavar="NAME", help="execute only these notebooks (others already executed stay in the book)")
         p.add_argument("--no-execute", action="store_true", help="build from the notebooks already executed")
         p.add_argument("--force", action="store_true", help="re-execute every notebook, even those whose inputs are unchanged")
+        p.add_argument("--workers", type=int, metavar="N",
+                       help="execute the notebooks as Dask tasks on a local cluster of N worker processes [1: one after the other]")
+        p.add_argument("--scheduler", metavar="ADDRESS",
+                       help="execute the notebooks as Dask tasks on an existing cluster, e.g. tcp://host:8786 (workers with --nthreads 1)")
+        p.add_argument("--gpus-per-task", type=int, metavar="K",
+                       help="GPUs each Dask task asks for (Dask resource GPU) [1 on a local cluster when CUDA is available, else 0]")
     p.add_argument("--profile", default="cpu" if command == "book" else None,
                    help="smoke (tests) | cpu (embedded model, offline) | paper (GPU, hub models)" + (" [cpu]" if command == "book" else " [the notebook's default]"))
     p.add_argument("--model", help="a hub name or local folder for every notebook (default: the profile's model)")
@@ -86,7 +94,92 @@ def _run(args) -> int:
     return 0
 
 
+def _published(root: Path, name: str) -> Path:
+    """Where `name`'s executed notebook is published (its results folder is beside it, without the suffix)."""
+    return root / "book" / "notebooks" / f"{name}.ipynb"
+
+
+def _why_execute(args, root: Path, nb_dir: Path, name: str, params: dict) -> str | None:
+    """Why `name` executes in this build ('--force', or what changed); None when its published page is reused."""
+    if args.force:
+        return "--force"
+    return cache.stale_reason(notebook_source(name, nb_dir), params, _published(root, name))
+
+
+def _announce(args, label: str, name: str, why: str | None) -> None:
+    """'[k/n] NAME: reused ...' or '[k/n] NAME (profile ...; executing: WHY)'."""
+    if why is None:
+        print(f"{label} {name}: reused (its inputs are unchanged; --force re-executes it)", flush=True)
+    else:
+        print(f"{label} {name} (profile {args.profile}{', model ' + args.model if args.model else ''}; "
+              f"executing: {why})", flush=True)
+
+
+def _serial(args, root: Path, nb_dir: Path, names: list[str], params: dict) -> tuple[set[str], list[str]]:
+    """Execute the stale notebooks one after the other in this process; (executed, failed) names."""
+    common = _common_parameters(args)
+    failures: list[str] = []
+    executed: set[str] = set()
+    for k, name in enumerate(names, 1):
+        out_nb = _published(root, name)
+        why = _why_execute(args, root, nb_dir, name, params[name])
+        _announce(args, f"[{k}/{len(names)}]", name, why)
+        if why is None:
+            continue
+        t0 = time.time()
+        try:
+            run_notebook(name, out_nb, out_nb.with_suffix(""), common, notebooks_dir=nb_dir, staging=staging_dir(root))
+            executed.add(name)
+            print(f"[{k}/{len(names)}] {name}: {time.time() - t0:.0f} s", flush=True)
+        except BookError as err:
+            print(f"error: {err}", file=sys.stderr, flush=True)
+            failures.append(name)
+    return executed, failures
+
+
+def _fans_out(args) -> bool:
+    """Whether the notebooks run as Dask tasks (--workers N > 1 or --scheduler); the options checked first."""
+    if args.workers is not None and args.workers < 1:
+        raise BookError(f"--workers must be >= 1, got {args.workers}.")
+    if args.workers is not None and args.scheduler:
+        raise BookError("--workers starts a local cluster and --scheduler uses an existing one: give only one of them.")
+    fans_out = bool(args.scheduler) or (args.workers or 1) > 1
+    if args.gpus_per_task is not None and not fans_out:
+        raise BookError("--gpus-per-task is for Dask tasks: add --workers N (N > 1) or --scheduler ADDRESS.")
+    return fans_out
+
+
+def _fan_out(args, root: Path, nb_dir: Path, names: list[str], params: dict) -> tuple[set[str], list[str]]:
+    """Execute the stale notebooks as Dask tasks (see `fanout`); (executed, failed) names."""
+    todo = []
+    for k, name in enumerate(names, 1):
+        why = _why_execute(args, root, nb_dir, name, params[name])
+        _announce(args, f"[{k}/{len(names)}]", name, why)
+        if why is not None:
+            todo.append(name)
+    executed: set[str] = set()
+    failures: list[str] = []
+    if not todo:
+        return executed, failures
+    gpus = fanout.gpus_per_task(args.gpus_per_task, local=not args.scheduler)
+    task = functools.partial(fanout.execute_notebook, root=root, notebooks_dir=Path(nb_dir).resolve(),
+                             parameters=params, staging=staging_dir(root))
+    where = args.scheduler or f"a local cluster of {args.workers} worker processes"
+    print(f"executing {len(todo)} notebook(s) on {where}" + (f", {gpus} GPU(s) per task" if gpus else ""), flush=True)
+    with fanout.dask_client(args.workers, args.scheduler, gpus) as client:
+        results = fanout.completed(client, todo, task, resources={"GPU": gpus} if gpus else None)
+        for done, (name, seconds, error) in enumerate(results, 1):
+            if error is None:
+                executed.add(name)
+                print(f"[{done}/{len(todo)} done] {name}: {seconds:.0f} s", flush=True)
+            else:
+                print(f"error: {error}", file=sys.stderr, flush=True)
+                failures.append(name)
+    return executed, sorted(failures, key=names.index)
+
+
 def _book(args) -> int:
+    fans_out = _fans_out(args)
     root = prepare_root(args.root or default_root())
     nb_dir = args.notebooks or NOTEBOOKS
     names = [notebook_source(n, nb_dir).stem for n in args.only] if args.only else known_notebooks(nb_dir)
@@ -97,24 +190,9 @@ def _book(args) -> int:
         if not names:
             print(f"no notebooks in {nb_dir}: building the prose pages only")
         common = _common_parameters(args)
-        # every notebook's parameters are checked before the first kernel starts
+        # every notebook's parameters are checked before the first kernel (or Dask task) starts
         params = {name: prepare_parameters(notebook_source(name, nb_dir), common) for name in names}
-        for k, name in enumerate(names, 1):
-            out_nb = root / "book" / "notebooks" / f"{name}.ipynb"
-            why = "--force" if args.force else cache.stale_reason(notebook_source(name, nb_dir), params[name], out_nb)
-            if why is None:
-                print(f"[{k}/{len(names)}] {name}: reused (its inputs are unchanged; --force re-executes it)", flush=True)
-                continue
-            print(f"[{k}/{len(names)}] {name} (profile {args.profile}{', model ' + args.model if args.model else ''}; "
-                  f"executing: {why})", flush=True)
-            t0 = time.time()
-            try:
-                run_notebook(name, out_nb, out_nb.with_suffix(""), common, notebooks_dir=nb_dir, staging=staging_dir(root))
-                executed.add(name)
-                print(f"[{k}/{len(names)}] {name}: {time.time() - t0:.0f} s", flush=True)
-            except BookError as err:
-                print(f"error: {err}", file=sys.stderr, flush=True)
-                failures.append(name)
+        executed, failures = (_fan_out if fans_out else _serial)(args, root, nb_dir, names, params)
     page = write_execution_page(root, executed)
     print(f"wrote {page}")
     try:
