@@ -17,15 +17,13 @@ from collections.abc import Callable, Iterator
 from graphlib import TopologicalSorter
 from pathlib import Path
 
+from .cache import UPSTREAM
 from .errors import BookError
 from .execute import run_notebook
 
-# Explicit, never inferred: a notebook -> the notebooks whose *published* tables it reads.
-# 05 reads 02's phase_diagram and scaling_fit tables (`Run.upstream_table`), so when both execute in one
-# build, 05 must start after 02 published, or it would read 02's previous run (or nothing).
-DEPENDS_ON: dict[str, tuple[str, ...]] = {
-    "05_influence_and_margin": ("02_high_temperature_mixing",),
-}
+# a notebook -> the notebooks whose *published* tables it reads (`cache.UPSTREAM`, also a cache input): when
+# both execute in one build, the reader must start after its upstream published, or it would read the previous run
+DEPENDS_ON: dict[str, tuple[str, ...]] = UPSTREAM
 
 CONNECT_TIMEOUT_S = 30
 WORKERS_TIMEOUT_S = 120
