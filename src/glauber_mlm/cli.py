@@ -10,6 +10,7 @@ COMMANDS = {
     "run": ("glauber_mlm.book", "execute one notebook with papermill into the book"),
     "book": ("glauber_mlm.book", "execute the notebooks whose inputs changed and build the Jupyter Book"),
     "verify": ("glauber_mlm.book", "re-execute the published notebooks in a scratch folder and compare every table"),
+    "plan": ("glauber_mlm.book.plan", "print the forward rows, FLOPs and estimated wall time of a run, per notebook"),
 }
 
 

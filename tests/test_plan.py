@@ -1,0 +1,298 @@
+"""`glauber-mlm plan` against the forwards that the notebooks' library calls really make, on the smoke profile.
+
+Each test resolves a notebook's smoke parameters, runs the library functions of the notebook's cells on the same
+grid (starting states drawn as the notebook draws them) through a model that counts its `logits` rows and calls,
+and checks the plan: equal where every row stays in the batch, an upper bound where work leaves it.
+"""
+import json
+import math
+
+import numpy as np
+import pytest
+import torch
+
+import glauber_mlm as gm
+from glauber_mlm import conditions, exact, semantic
+from glauber_mlm.book.plan import (PUBLISHED_CONFIGS, Rates, Work, calibrate, forward_flops, main, model_shape, plan,
+                                   resolved_parameters, seconds)
+from glauber_mlm.hf import DEFAULT_MODEL
+from glauber_mlm.passages import load_passages, passage_pairs, sample_passages
+from glauber_mlm.rectangle import float64_twin
+
+pytestmark = pytest.mark.skipif(not (DEFAULT_MODEL / "model.safetensors").is_file(),
+                                reason="the embedded default model is not built yet")
+
+
+class Counting:
+    """Delegates to a model and counts the rows and calls of its `logits`: the forwards a plan counts."""
+
+    def __init__(self, model):
+        self._model, self.rows, self.calls = model, 0, 0
+
+    def __getattr__(self, name):
+        return getattr(self._model, name)
+
+    def logits(self, states, sites, dtype=None):
+        self.rows += states.shape[0]
+        self.calls += 1
+        return self._model.logits(states, sites, dtype=dtype)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_thread():
+    """Counting rows needs no speed: one thread keeps these tests quick on a shared machine (no spinning pool)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="module")
+def mlm():
+    return gm.load_mlm(device="cpu")
+
+
+@pytest.fixture(scope="module")
+def texts():
+    return load_passages("embedded")
+
+
+def smoke(name: str, **overrides) -> tuple[dict, list[Work]]:
+    """The notebook's resolved smoke parameters and its plan (this notebook alone)."""
+    return resolved_parameters(name, "smoke", None, overrides), plan([name], "smoke", overrides=overrides)[name]
+
+
+def line(works: list[Work], part: str, n: int | None = None) -> Work:
+    found = [w for w in works if w.part.startswith(part) and (n is None or w.n == n)]
+    assert len(found) == 1, (part, n, works)
+    return found[0]
+
+
+def test_flops_formula_and_model_shapes():
+    bert = model_shape("bert-base-uncased")
+    h, inter, V, L = 768, 3072, 30522, 34
+    assert forward_flops(bert, 32) == 12 * L * (8 * h * h + 4 * h * inter + 4 * L * h) + 2 * h * h + 2 * h * V
+    assert forward_flops(bert, 32, head=False) == 12 * L * (8 * h * h + 4 * h * inter + 4 * L * h)
+    distil = model_shape("distilbert-base-uncased")  # dim / hidden_dim / n_layers key names
+    assert (distil.hidden, distil.intermediate, distil.layers) == (768, 3072, 6)
+    assert model_shape("answerdotai/ModernBERT-base").intermediate == 1728  # GeGLU: 6hI counted as 4h(1.5I)
+    config = json.loads((DEFAULT_MODEL / "config.json").read_text())
+    embedded = model_shape(None)
+    assert (embedded.hidden, embedded.layers) == (config["hidden_size"], config["num_hidden_layers"])
+    assert model_shape(str(DEFAULT_MODEL)) == embedded
+    assert model_shape(None, "embedder").layers == 6  # all-MiniLM-L6-v2
+    assert set(PUBLISHED_CONFIGS) >= {"bert-base-uncased", "roberta-base"}
+
+
+def test_time_is_flops_over_rate_with_a_latency_floor():
+    work = Work("chains", "bert-base-uncased", 32, rows=1000, calls=10)
+    flops = 1000 * forward_flops(model_shape("bert-base-uncased"), 32)
+    assert seconds(work, Rates(1e12, 1e11, 0.0, "")) == pytest.approx(flops / 1e12)
+    assert seconds(Work("m", "bert-base-uncased", 32, 1000, 10, "float32"), Rates(1e12, 1e11, 0.0, "")) == \
+        pytest.approx(flops / 1e11)
+    assert seconds(work, Rates(1e18, 1e18, 2.0, "")) == 20.0  # 10 calls × 2 s
+    assert seconds(Work("coupling", "Ising", 8, 10, 5, kind="exact"), Rates(1, 1, 1, "")) is None
+
+
+def test_02_coupled_pairs_never_exceed_the_plan_and_match_it_when_none_can_meet(mlm, texts):
+    name = "02_high_temperature_mixing"
+    for budget in (None, 1):  # 1 step: pairs that differ at two sites or more cannot meet
+        p, works = smoke(name, **({"budget": budget} if budget else {}))
+        taus, seeds = p["temperatures"], p["seeds"]
+        for n in sorted(p["lengths"]):
+            starts = {s: passage_pairs(mlm, texts, n, p["pairs"], seed=p["seed"] * 1_000_003 + s * 1009 + n)
+                      for s in range(seeds)}
+            x0 = torch.cat([starts[s][0] for _ in taus for s in range(seeds)])
+            y0 = torch.cat([starts[s][1] for _ in taus for s in range(seeds)])
+            grid = [(tau, s, q) for tau in taus for s in range(seeds) for q in range(p["pairs"])]
+            res = gm.coupling_times(mlm, x0, y0, p["budget"], temperature=torch.tensor([g[0] for g in grid]),
+                                    seed=(p["seed"] * 1000 + n) * 1_000_000 + torch.arange(len(grid)))
+            planned = line(works, "phase diagram", n)
+            assert res.forward_rows <= planned.rows and planned.upper
+            if budget == 1:
+                assert ((x0 != y0).sum(1) >= 2).all()
+                assert res.forward_rows == planned.rows
+    p, works = smoke(name)
+    for n in sorted(set(p["scaling_lengths"])):
+        x0, y0, _ = passage_pairs(mlm, texts, n, p["scaling_pairs"], seed=p["seed"] * 1_000_003 + 7_777_777 + n)
+        k = len(p["scaling_temperatures"])
+        temps = torch.tensor([tau for tau in p["scaling_temperatures"] for _ in range(p["scaling_pairs"])])
+        res = gm.coupling_times(mlm, x0.repeat(k, 1), y0.repeat(k, 1), p["scaling_budget"], temperature=temps,
+                                seed=(p["seed"] * 1000 + n) * 1_000_000 + 500_000 + torch.arange(len(temps)))
+        assert 0 < res.forward_rows <= line(works, "scaling study", n).rows
+
+
+def test_03_chains_match_the_plan_exactly(mlm):
+    p, works = smoke("03_metastability_traps")
+    n, P, S = p["length"], len(p["starts"]), p["seeds"]
+    rows = load_passages(p["passages"])
+    all_states, kept = mlm.encode([r["text"] for r in rows], n)
+    x_starts = all_states[p["starts"]]
+    cal_rows = np.sort(np.random.default_rng(p["seed"]).choice(len(kept), size=p["calibration_passages"], replace=False))
+    counted = Counting(mlm)
+    neighbours, _ = semantic.one_token_neighbours(counted, all_states[cal_rows], per_state=p["neighbours"],
+                                                  temperature=1.0, seed=p["seed"])
+    assert counted.rows == line(works, "calibration").rows
+    PS = P * S
+    trap = Counting(mlm)
+    traj = gm.glauber(trap, torch.cat([x_starts[np.repeat(np.arange(P), S)]] * 2), p["steps"],
+                      temperature=torch.tensor([p["temperature"]] * PS + [p["control_temperature"]] * PS),
+                      seed=(p["seed"] + np.arange(PS)).tolist() * 2, record_every=p["record_every"])
+    assert (trap.rows, trap.calls) == (line(works, "trap chains").rows, line(works, "trap chains").calls)
+    taus = torch.tensor(p["temperatures"]).repeat_interleave(p["chains"])
+    escape = Counting(mlm)
+    reach = gm.glauber(escape, x_starts[np.tile(np.arange(p["chains"]) % P, len(p["temperatures"]))], p["reach_steps"],
+                       temperature=taus, seed=p["seed"] + 1000, record_every=p["record_every"])
+    assert (escape.rows, escape.calls) == (line(works, "escape chains").rows, line(works, "escape chains").calls)
+    sentences = len(cal_rows) + len(neighbours) + math.prod(traj.states.shape[:2]) + math.prod(reach.states.shape[:2])
+    assert sentences == line(works, "sentences embedded").rows
+
+
+def test_04_chains_and_their_records_match_the_plan(mlm, texts):
+    p, works = smoke("04_political_basins")
+    pol = sample_passages(mlm, [r for r in texts if r.get("topic") == "politics"], p["length"], p["starts"],
+                          seed=p["seed"])[0]
+    other = sample_passages(mlm, [r for r in texts if r.get("topic") != "politics"], p["length"], p["starts"],
+                            seed=p["seed"])[0]
+    inits, temps = [], []
+    for tau in p["temperatures"]:
+        for x0 in (pol, other):
+            for start in x0:
+                inits += [start] * p["seeds"]
+                temps += [tau] * p["seeds"]
+    counted = Counting(mlm)
+    traj = gm.glauber(counted, torch.stack(inits), p["steps"], temperature=torch.tensor(temps), seed=p["seed"],
+                      record_every=p["record_every"])
+    chains = line(works, "chains")
+    assert (counted.rows, counted.calls) == (chains.rows, chains.calls)
+    assert math.prod(traj.states.shape[:2]) == line(works, "chain records embedded").rows
+
+
+def test_05_influence_chains_and_margins_against_the_plan(mlm, texts):
+    p, works = smoke("05_influence_and_margin")
+    taus = sorted(p["temperatures"])
+    for n in sorted(p["lengths"]):
+        counted = Counting(mlm)
+        gm.influence_matrix(counted, sample_passages(mlm, texts, n, p["contexts"], seed=p["seed"] + n)[0], taus,
+                            replacements=p["replacements"], top_k=p["top_k"], seed=p["seed"])
+        planned = line(works, "influence matrix", n)
+        assert (counted.rows, counted.calls) == (planned.rows, planned.calls)
+    phase_taus = sorted(p["phase_temperatures"])
+    for n in sorted(p["phase_lengths"]):  # 05 alone: its small phase diagram is in the plan
+        x0, y0, _ = passage_pairs(mlm, texts, n, p["pairs"], seed=p["seed"] + 31 * n)
+        grid = [tau for tau in phase_taus for _ in range(p["pairs"])]
+        res = gm.coupling_times(mlm, x0.repeat(len(phase_taus), 1), y0.repeat(len(phase_taus), 1), p["budget"],
+                                temperature=torch.tensor(grid),
+                                seed=(p["seed"] * 1000 + n) * 1_000_000 + torch.arange(len(grid)))
+        assert res.forward_rows <= line(works, "small phase diagram", n).rows
+    L = p["chain_length"]
+    starts = sample_passages(mlm, texts, L, p["chain_passages"], seed=p["seed"] + 7919)[0]
+    grid = [(tau, q) for tau in sorted(p["chain_temperatures"]) for q in range(len(starts)) for _ in range(p["seeds"])]
+    chain_temp = torch.tensor([tau for tau, _ in grid])
+    counted = Counting(mlm)
+    traj = gm.glauber(counted, torch.stack([starts[q] for _, q in grid]), p["steps"], chain_temp,
+                      seed=p["seed"] * 1_000_003 + torch.arange(len(grid)), record_every=1)
+    assert (counted.rows, counted.calls) == (line(works, "margin chains").rows, line(works, "margin chains").calls)
+    counted = Counting(mlm)
+    gm.local_margins(counted, traj.states[list(range(0, p["steps"] + 1, p["record_every"]))].reshape(-1, L))
+    assert counted.rows == line(works, "local margins").rows
+    d = conditions.dwells(traj.changed, traj.states)
+    g = torch.Generator().manual_seed(p["seed"])
+    d_temp = chain_temp[d.chain]
+    keep = torch.cat([idx[torch.randperm(idx.numel(), generator=g)[: p["dwell_states"]]]
+                      for idx in (torch.nonzero(d_temp == tau).flatten() for tau in sorted(p["chain_temperatures"]))])
+    counted = Counting(mlm)
+    conditions.token_margins(counted, torch.unique(d.states[keep], dim=0))
+    assert 0 < counted.rows <= line(works, "token margins").rows
+
+
+def test_05_reads_02s_phase_diagram_when_both_are_planned():
+    works = plan(["02_high_temperature_mixing", "05_influence_and_margin"], "smoke")
+    assert not any(w.part.startswith("small phase diagram") for w in works["05_influence_and_margin"])
+
+
+def test_01_rectangles_against_the_plan(mlm, texts):
+    p, works = smoke("01_rectangle_test")
+    assert p["models"] == [None]
+    ctx = sample_passages(mlm, texts, p["length"], p["contexts"], seed=p["seed"])[0]
+    R = p["contexts"] * p["per_passage"]
+    counted = Counting(mlm)
+    counted.logits(ctx[: min(64, len(ctx))], torch.arange(min(64, len(ctx))) % ctx.shape[1], dtype=torch.float32)
+    assert counted.rows == line(works, "logit probe").rows
+    drawn, tested = Counting(mlm), Counting(mlm)
+    rects = gm.random_rectangles(drawn, ctx, p["per_passage"], top_k=p["top_k"], seed=p["seed"])
+    gm.rectangle_test(tested, rects, chunk=128)
+    assert drawn.rows == line(works, "rectangles: top-k draws").rows == 2 * R
+    assert 0 < tested.rows <= line(works, "rectangles: rectangle_test").rows
+    twin = Counting(float64_twin(mlm))
+    m = min(64, R)
+    gm.rectangle_test(twin, gm.Rectangles(*(getattr(rects, f)[:m] for f in ("contexts", "i", "j", "a", "a2", "b", "b2"))))
+    assert twin.rows <= line(works, "float64 twin").rows
+    counted = Counting(mlm)
+    small = gm.random_rectangles(counted, ctx[:8], 2, top_k=p["top_k"], seed=p["seed"] + 1)
+    for tau in [1.0, *p["temperatures"]]:
+        gm.rectangle_test(counted, small, temperature=tau)
+    assert counted.rows <= line(works, "ρ against temperature").rows
+
+
+def test_00_mlm_rectangles_and_exact_chains_against_the_plan(mlm, texts):
+    p, works = smoke("00_exact_models")
+    n_rect = p["rectangles"]
+    contexts = sample_passages(mlm, texts, p["rect_length"], min(n_rect, 64), seed=p["seed"])[0]
+    drawn, tested = Counting(mlm), Counting(mlm)
+    rects = gm.random_rectangles(drawn, contexts[torch.arange(n_rect) % contexts.shape[0]], 1, top_k=10, seed=p["seed"])
+    gm.rectangle_test(tested, rects)
+    assert drawn.rows == line(works, "rectangles: top-k draws").rows
+    assert 0 < tested.rows <= line(works, "rectangles: rectangle_test").rows
+    q, sites = p["law_states"], p["law_sites"]
+    field = torch.zeros(q, dtype=torch.float64)
+    field[0] = 0.5
+    potts = Counting(exact.potts_chain(sites, q, p["coupling"], field=field))
+    init = torch.randint(q, (p["chains"], sites), generator=torch.Generator().manual_seed(p["seed"]))
+    for scan in ("random", "systematic"):
+        gm.glauber(potts, init, p["sweeps"] * sites, p["law_temperature"], seed=p["seed"] + 1, scan=scan,
+                   record_every=sites)
+    planned = line(works, "Potts chains")
+    assert (potts.rows, potts.calls) == (planned.rows, planned.calls)
+    n = max(p["lengths"])
+    x0, y0 = (torch.randint(2, (p["pairs"], n), generator=torch.Generator().manual_seed(s)) for s in (1, 2))
+    res = gm.coupling_times(exact.potts_chain(n, 2, p["coupling"]), x0, y0, p["budget"], max(p["temperatures"]), seed=0)
+    assert res.forward_rows <= line(works, "Ising coupling, high τ", n).rows / len(p["temperatures"])
+
+
+def test_calibration_measures_positive_rates(mlm):
+    rates = calibrate(None, 8, device="cpu")
+    assert rates.default > 0 and rates.float32 > 0 and rates.latency > 0
+    assert "rows/s" in rates.source and "cpu" in rates.source
+
+
+def test_command_prints_every_notebook_and_the_verdict(capsys):
+    assert main(["plan", "--profile", "smoke", "--tflops", "1", "--latency-ms", "2", "--target-hours", "1"]) == 0
+    out = capsys.readouterr().out
+    for name in ("00_exact_models", "01_rectangle_test", "02_high_temperature_mixing", "03_metastability_traps",
+                 "04_political_basins", "05_influence_and_margin", "## Summary"):
+        assert name in out
+    assert "target: 1 h; estimated" in out and ": fits." in out
+
+
+def test_command_overrides_apply_to_the_notebooks_that_declare_them(capsys):
+    assert main(["plan", "--profile", "smoke", "--only", "02_high_temperature_mixing", "05_influence_and_margin",
+                 "-p", "budget", "7"]) == 0
+    out = capsys.readouterr().out
+    p02, p05 = (resolved_parameters(n, "smoke", None, {"budget": 7}) for n in ("02_high_temperature_mixing",
+                                                                               "05_influence_and_margin"))
+    assert p02["budget"] == p05["budget"] == 7
+    rows = 2 * len(p02["temperatures"]) * p02["seeds"] * p02["pairs"] * 7
+    assert f"| ≤ {rows:,} |" in out
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["-p", "budgett", "5"], "has parameter 'budgett'"),
+    (["--profile", "papr"], "unknown profile 'papr'"),
+    (["--model", "some-org/unknown-mlm"], "pass its local folder"),
+    (["--throughput", "1", "2", "3"], "one or two finite numbers"),
+    (["--only", "04_political_basins", "-p", "passages", "ms_marco"], "needs passages='embedded'"),
+])
+def test_command_refuses_bad_input_naming_the_fix(argv, message, capsys):
+    assert main(["plan", "--profile", "smoke", *argv]) == 1
+    assert message in capsys.readouterr().err
