@@ -524,6 +524,8 @@ else:
 
 # %%
 finite_c = bool(np.isfinite(fit["slope"]))
+# lengths where both τ* (inside the grid) and the measured boundary exist: the theorem says cells above τ* are fast
+comparable = crossing[(crossing.status == "inside the grid") & np.isfinite(crossing.boundary_temperature)]
 lowest = margin_summary.sort_values("temperature").iloc[0]
 run.conclude(
     claim="The theorems' conditions, measured: Dobrushin's total influence falls below 1 at high temperature "
@@ -543,6 +545,9 @@ run.conclude(
     checks={
         "the pooled total influence falls below 1 inside or below the temperature grid at every length":
             bool(not crossing.status.str.startswith("above").any()),
+        "the theorem's prediction: the phase diagram is fast at every temperature above τ* (boundary ≤ τ*)":
+            bool((comparable.boundary_temperature <= comparable.crossing_temperature).all())
+            if len(comparable) else None,
         "the dwell grows with the margin: c's 95% interval lies above zero": bool(fit["slope_low"] > 0) if finite_c else None,
         "c's 95% interval contains the predicted rate 1": bool(fit["slope_low"] <= 1 <= fit["slope_high"]) if finite_c else None,
     })
