@@ -34,6 +34,8 @@ import pandas as pd
 import torch
 
 import glauber_mlm as gm
+from glauber_mlm.book.plan import CountingModel, shape_from_config
+from glauber_mlm.book.plan import forward_flops as forward_flops_per_row
 from glauber_mlm.hf import DEFAULT_MODEL, MLMAdapter
 from glauber_mlm.passages import load_passages
 
@@ -70,15 +72,11 @@ def matmul_peak(dtype: torch.dtype, size: int, reps: int, cpu_time: bool = False
 
 
 def forward_flops(config, rows: int, n: int, head_positions: int = 1) -> float:
-    """Matmul FLOPs of one BERT forward on `rows` sequences of n tokens (+2 frame tokens).
-
-    Per layer and token: Q,K,V,O projections 8h², feed-forward 4hI, attention scores and mixing 4Lh;
-    the MLM head (transform h² + decoder hV) on `head_positions` positions per row."""
-    h, inter, layers, V = config.hidden_size, config.intermediate_size, config.num_hidden_layers, config.vocab_size
-    L = n + 2
-    encoder = layers * L * (8 * h * h + 4 * h * inter + 4 * L * h)
-    head = head_positions * (2 * h * h + 2 * h * V)
-    return rows * (encoder + head)
+    """Matmul FLOPs of one forward on `rows` sequences of n tokens, the MLM head on `head_positions` positions
+    per row: `glauber_mlm.book.plan.forward_flops` (the one copy of the formula), scaled."""
+    shape = shape_from_config(config.to_dict(), "benchmark")
+    encoder = forward_flops_per_row(shape, n, head=False)
+    return rows * (encoder + head_positions * (forward_flops_per_row(shape, n) - encoder))
 
 
 def random_adapter(kind: str, tokenizer, device: torch.device) -> MLMAdapter:
@@ -333,21 +331,6 @@ def coupling(mlm: MLMAdapter, pairs: int, n: int, budget: int, taus, reps) -> pd
                          work_saved=1 - r.forward_rows / max(kept, 1), seconds=sec))
         print("  ", _fmt(rows[-1]), flush=True)
     return pd.DataFrame(rows)
-
-
-class CountingModel:
-    """Delegates to a ConditionalModel and counts the conditional rows (forward rows) it evaluates."""
-
-    def __init__(self, model):
-        self._m, self.rows, self.calls = model, 0, 0
-
-    def __getattr__(self, name):
-        return getattr(self._m, name)
-
-    def logits(self, states, sites, dtype=None):
-        self.rows += states.shape[0]
-        self.calls += 1
-        return self._m.logits(states, sites, dtype=dtype)
 
 
 def rectangles(mlm: MLMAdapter, n: int, contexts: int, per_passage: int, reps) -> pd.DataFrame:

@@ -13,7 +13,7 @@ import torch
 
 import glauber_mlm as gm
 from glauber_mlm import conditions, exact, semantic
-from glauber_mlm.book.plan import (PUBLISHED_CONFIGS, Rates, Work, calibrate, forward_flops, main, model_shape, plan,
+from glauber_mlm.book.plan import (PUBLISHED_CONFIGS, CountingModel, Rates, Work, calibrate, forward_flops, main, model_shape, plan,
                                    resolved_parameters, seconds)
 from glauber_mlm.hf import DEFAULT_MODEL
 from glauber_mlm.passages import load_passages, passage_pairs, sample_passages
@@ -21,21 +21,6 @@ from glauber_mlm.rectangle import float64_twin
 
 pytestmark = pytest.mark.skipif(not (DEFAULT_MODEL / "model.safetensors").is_file(),
                                 reason="the embedded default model is not built yet")
-
-
-class Counting:
-    """Delegates to a model and counts the rows and calls of its `logits`: the forwards a plan counts."""
-
-    def __init__(self, model):
-        self._model, self.rows, self.calls = model, 0, 0
-
-    def __getattr__(self, name):
-        return getattr(self._model, name)
-
-    def logits(self, states, sites, dtype=None):
-        self.rows += states.shape[0]
-        self.calls += 1
-        return self._model.logits(states, sites, dtype=dtype)
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -129,18 +114,18 @@ def test_03_chains_match_the_plan_exactly(mlm):
     all_states, kept = mlm.encode([r["text"] for r in rows], n)
     x_starts = all_states[p["starts"]]
     cal_rows = np.sort(np.random.default_rng(p["seed"]).choice(len(kept), size=p["calibration_passages"], replace=False))
-    counted = Counting(mlm)
+    counted = CountingModel(mlm)
     neighbours, _ = semantic.one_token_neighbours(counted, all_states[cal_rows], per_state=p["neighbours"],
                                                   temperature=1.0, seed=p["seed"])
     assert counted.rows == line(works, "calibration").rows
     PS = P * S
-    trap = Counting(mlm)
+    trap = CountingModel(mlm)
     traj = gm.glauber(trap, torch.cat([x_starts[np.repeat(np.arange(P), S)]] * 2), p["steps"],
                       temperature=torch.tensor([p["temperature"]] * PS + [p["control_temperature"]] * PS),
                       seed=(p["seed"] + np.arange(PS)).tolist() * 2, record_every=p["record_every"])
     assert (trap.rows, trap.calls) == (line(works, "trap chains").rows, line(works, "trap chains").calls)
     taus = torch.tensor(p["temperatures"]).repeat_interleave(p["chains"])
-    escape = Counting(mlm)
+    escape = CountingModel(mlm)
     reach = gm.glauber(escape, x_starts[np.tile(np.arange(p["chains"]) % P, len(p["temperatures"]))], p["reach_steps"],
                        temperature=taus, seed=p["seed"] + 1000, record_every=p["record_every"])
     assert (escape.rows, escape.calls) == (line(works, "escape chains").rows, line(works, "escape chains").calls)
@@ -160,7 +145,7 @@ def test_04_chains_and_their_records_match_the_plan(mlm, texts):
             for start in x0:
                 inits += [start] * p["seeds"]
                 temps += [tau] * p["seeds"]
-    counted = Counting(mlm)
+    counted = CountingModel(mlm)
     traj = gm.glauber(counted, torch.stack(inits), p["steps"], temperature=torch.tensor(temps), seed=p["seed"],
                       record_every=p["record_every"])
     chains = line(works, "chains")
@@ -172,7 +157,7 @@ def test_05_influence_chains_and_margins_against_the_plan(mlm, texts):
     p, works = smoke("05_influence_and_margin")
     taus = sorted(p["temperatures"])
     for n in sorted(p["lengths"]):
-        counted = Counting(mlm)
+        counted = CountingModel(mlm)
         gm.influence_matrix(counted, sample_passages(mlm, texts, n, p["contexts"], seed=p["seed"] + n)[0], taus,
                             replacements=p["replacements"], top_k=p["top_k"], seed=p["seed"])
         planned = line(works, "influence matrix", n)
@@ -189,11 +174,11 @@ def test_05_influence_chains_and_margins_against_the_plan(mlm, texts):
     starts = sample_passages(mlm, texts, L, p["chain_passages"], seed=p["seed"] + 7919)[0]
     grid = [(tau, q) for tau in sorted(p["chain_temperatures"]) for q in range(len(starts)) for _ in range(p["seeds"])]
     chain_temp = torch.tensor([tau for tau, _ in grid])
-    counted = Counting(mlm)
+    counted = CountingModel(mlm)
     traj = gm.glauber(counted, torch.stack([starts[q] for _, q in grid]), p["steps"], chain_temp,
                       seed=p["seed"] * 1_000_003 + torch.arange(len(grid)), record_every=1)
     assert (counted.rows, counted.calls) == (line(works, "margin chains").rows, line(works, "margin chains").calls)
-    counted = Counting(mlm)
+    counted = CountingModel(mlm)
     gm.local_margins(counted, traj.states[list(range(0, p["steps"] + 1, p["record_every"]))].reshape(-1, L))
     assert counted.rows == line(works, "local margins").rows
     d = conditions.dwells(traj.changed, traj.states)
@@ -201,7 +186,7 @@ def test_05_influence_chains_and_margins_against_the_plan(mlm, texts):
     d_temp = chain_temp[d.chain]
     keep = torch.cat([idx[torch.randperm(idx.numel(), generator=g)[: p["dwell_states"]]]
                       for idx in (torch.nonzero(d_temp == tau).flatten() for tau in sorted(p["chain_temperatures"]))])
-    counted = Counting(mlm)
+    counted = CountingModel(mlm)
     conditions.token_margins(counted, torch.unique(d.states[keep], dim=0))
     assert 0 < counted.rows <= line(works, "token margins").rows
 
@@ -216,19 +201,19 @@ def test_01_rectangles_against_the_plan(mlm, texts):
     assert p["models"] == [None]
     ctx = sample_passages(mlm, texts, p["length"], p["contexts"], seed=p["seed"])[0]
     R = p["contexts"] * p["per_passage"]
-    counted = Counting(mlm)
+    counted = CountingModel(mlm)
     counted.logits(ctx[: min(64, len(ctx))], torch.arange(min(64, len(ctx))) % ctx.shape[1], dtype=torch.float32)
     assert counted.rows == line(works, "logit probe").rows
-    drawn, tested = Counting(mlm), Counting(mlm)
+    drawn, tested = CountingModel(mlm), CountingModel(mlm)
     rects = gm.random_rectangles(drawn, ctx, p["per_passage"], top_k=p["top_k"], seed=p["seed"])
     gm.rectangle_test(tested, rects, chunk=128)
     assert drawn.rows == line(works, "rectangles: top-k draws").rows == 2 * R
     assert 0 < tested.rows <= line(works, "rectangles: rectangle_test").rows
-    twin = Counting(float64_twin(mlm))
+    twin = CountingModel(float64_twin(mlm))
     m = min(64, R)
     gm.rectangle_test(twin, gm.Rectangles(*(getattr(rects, f)[:m] for f in ("contexts", "i", "j", "a", "a2", "b", "b2"))))
     assert twin.rows <= line(works, "float64 twin").rows
-    counted = Counting(mlm)
+    counted = CountingModel(mlm)
     small = gm.random_rectangles(counted, ctx[:8], 2, top_k=p["top_k"], seed=p["seed"] + 1)
     for tau in [1.0, *p["temperatures"]]:
         gm.rectangle_test(counted, small, temperature=tau)
@@ -239,7 +224,7 @@ def test_00_mlm_rectangles_and_exact_chains_against_the_plan(mlm, texts):
     p, works = smoke("00_exact_models")
     n_rect = p["rectangles"]
     contexts = sample_passages(mlm, texts, p["rect_length"], min(n_rect, 64), seed=p["seed"])[0]
-    drawn, tested = Counting(mlm), Counting(mlm)
+    drawn, tested = CountingModel(mlm), CountingModel(mlm)
     rects = gm.random_rectangles(drawn, contexts[torch.arange(n_rect) % contexts.shape[0]], 1, top_k=10, seed=p["seed"])
     gm.rectangle_test(tested, rects)
     assert drawn.rows == line(works, "rectangles: top-k draws").rows
@@ -247,7 +232,7 @@ def test_00_mlm_rectangles_and_exact_chains_against_the_plan(mlm, texts):
     q, sites = p["law_states"], p["law_sites"]
     field = torch.zeros(q, dtype=torch.float64)
     field[0] = 0.5
-    potts = Counting(exact.potts_chain(sites, q, p["coupling"], field=field))
+    potts = CountingModel(exact.potts_chain(sites, q, p["coupling"], field=field))
     init = torch.randint(q, (p["chains"], sites), generator=torch.Generator().manual_seed(p["seed"]))
     for scan in ("random", "systematic"):
         gm.glauber(potts, init, p["sweeps"] * sites, p["law_temperature"], seed=p["seed"] + 1, scan=scan,

@@ -145,6 +145,22 @@ def model_shape(ref: str | None, kind: str = "mlm") -> Shape:
                      f"whose published numbers the plan knows: {', '.join(PUBLISHED_CONFIGS)}.")
 
 
+class CountingModel:
+    """Delegates to a ConditionalModel and counts the rows and calls of its `logits`: the forwards a plan counts
+    (the tests check the plan with it; the benchmark counts the coupling runner's rows)."""
+
+    def __init__(self, model):
+        self._model, self.rows, self.calls = model, 0, 0
+
+    def __getattr__(self, name):
+        return getattr(self._model, name)
+
+    def logits(self, states, sites, dtype=None):
+        self.rows += states.shape[0]
+        self.calls += 1
+        return self._model.logits(states, sites, dtype=dtype)
+
+
 def forward_flops(shape: Shape, n: int, head: bool = True) -> float:
     """Matmul FLOPs of one row of n tokens: layers · L · (8h² + 4hI + 4Lh) + [2h² + 2hV at the site], L = n + 2."""
     h, L = shape.hidden, n + 2
