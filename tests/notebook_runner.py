@@ -10,6 +10,10 @@ and the error.
 Each (notebook, parameters) pair executes once per test session: a second `execute` with the same
 arguments, or the smoke book built by `tests/test_book.py`, copies the first run's outputs instead
 of executing the notebook again.
+
+`first_cell_error(name, out_dir, **params)` runs only the notebook's set-up (its parameters cell, the
+parameters, then its first code cell after them) in this process, without a kernel, and returns the
+exception that first cell raised (None when it ran through): the quick check of a notebook's refusals.
 """
 from __future__ import annotations
 
@@ -46,6 +50,38 @@ def execute(name: str, out_dir, *, notebooks_dir=NOTEBOOKS, **params) -> Path:
     book.run_notebook(name, target_nb, target, params, notebooks_dir=notebooks_dir, progress=False)
     _RUNS[key] = (target_nb, target)
     return target
+
+
+def first_cell_error(name: str, out_dir, *, notebooks_dir=NOTEBOOKS, **params) -> BaseException | None:
+    """The exception notebook `name`'s first code cell after the parameters raises with `params`, or None.
+
+    No kernel: the cell tagged "parameters" of `notebooks_dir/NAME.py` (read with jupytext) is executed
+    in a fresh namespace, the parameters are set there as a run would give them (profile `smoke` unless
+    given, resolved by `prepare_parameters`; `output_dir` = `out_dir/NAME`), then the first code cell after
+    the parameters cell is executed and what it raises is returned. A parameter refused before any
+    kernel would start (`BookError` from `prepare_parameters`) propagates, as from `execute`.
+    """
+    import jupytext
+    import matplotlib
+
+    from glauber_mlm.book.execute import prepare_parameters
+
+    matplotlib.use("Agg")
+    params.setdefault("profile", "smoke")
+    src = book.notebook_source(name, notebooks_dir)
+    values = prepare_parameters(src, params)
+    code = [c for c in jupytext.read(src).cells if c.cell_type == "code"]
+    at = next(i for i, c in enumerate(code) if "parameters" in c.get("metadata", {}).get("tags", []))
+    assert at + 1 < len(code), f"{name} has no code cell after its parameters cell"
+    namespace: dict = {"__name__": "__main__"}
+    exec(compile(code[at].source, f"{name} (parameters cell)", "exec"), namespace)
+    namespace.update(values)
+    namespace["output_dir"] = str(Path(out_dir) / src.stem)
+    try:
+        exec(compile(code[at + 1].source, f"{name} (first cell after the parameters)", "exec"), namespace)
+    except Exception as err:  # noqa: BLE001 - the cell's own error is the result
+        return err
+    return None
 
 
 @dataclass

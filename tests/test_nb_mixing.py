@@ -3,10 +3,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from glauber_mlm.book import NotebookFailed
 from glauber_mlm.hf import DEFAULT_MODEL
 from glauber_mlm.stats import censored_median, law_exponent
-from notebook_runner import execute
+from notebook_runner import execute, first_cell_error
 
 NAME = "02_high_temperature_mixing"
 pytestmark = pytest.mark.skipif(not (DEFAULT_MODEL / "model.safetensors").is_file(),
@@ -83,14 +82,12 @@ def test_scaling_fit_rows(out):
 
 
 def test_a_length_the_model_cannot_take_stops_the_first_cell(tmp_path):
-    with pytest.raises(NotebookFailed) as err:
-        execute(NAME, tmp_path, lengths=[10000])
-    message = str(err.value)
-    assert "first cell after the parameters" in message
-    assert "ValueError" in message and "lengths must be whole numbers of tokens" in message
+    err = first_cell_error(NAME, tmp_path, lengths=[10000])
+    assert err is not None, "the first cell after the parameters ran through"
+    assert isinstance(err, ValueError) and "lengths must be whole numbers of tokens" in str(err), repr(err)
 
 
 def test_a_scaling_study_needs_two_lengths(tmp_path):
-    with pytest.raises(NotebookFailed) as err:
-        execute(NAME, tmp_path, scaling_lengths=[8])
-    assert "scaling_lengths must be whole numbers of tokens" in str(err.value)
+    err = first_cell_error(NAME, tmp_path, scaling_lengths=[8])
+    assert err is not None, "the first cell after the parameters ran through"
+    assert "scaling_lengths must be whole numbers of tokens" in str(err), repr(err)
