@@ -1,7 +1,10 @@
-"""`glauber-mlm run` and `glauber-mlm book`: execute notebooks with papermill into the Jupyter Book, then build it.
+"""`glauber-mlm run`, `book`, `verify` and `plan`: execute notebooks with papermill into the Jupyter Book, build it,
+check that it reproduces, and say beforehand what a run will cost.
 
     glauber-mlm run NAME [--profile P] [--model M] [-p KEY VALUE ...] [--root DIR]
-    glauber-mlm book [--profile cpu] [--model M] [--only NAME ...] [--no-execute] [--root DIR]
+    glauber-mlm book [--profile cpu] [--model M] [--only NAME ...] [--no-execute] [--force] [--workers N] [--root DIR]
+    glauber-mlm verify [--only NAME ...]
+    glauber-mlm plan [--profile P] [--model M] [--only NAME ...] [--calibrate | --throughput R | --tflops T]
 
 `run` converts `notebooks/NAME.py` (Jupytext percent format) to a notebook and executes it with
 papermill into `<root>/book/notebooks/NAME.ipynb`; the notebook's tables, figures and
@@ -24,8 +27,10 @@ Each notebook's kernel runs in its staging folder and gets `output_dir` relative
 that names a local folder is made absolute first.
 
 The package: `parameters` (sources, profiles, checks before a kernel), `execute` (one notebook through
-papermill), `publish` (staging, the atomic swap, the completeness check), `site` (toc, execution page,
-build), `command` (the two commands).
+papermill, with its checkpoint folder), `publish` (staging, the atomic swap, the completeness check), `cache`
+(which notebooks must re-execute), `fanout` (notebooks as Dask tasks), `page` (what the reader sees: folding,
+downloads, the Colab cell), `prose` (numbers in prose come from cells), `site` (toc, execution page, build),
+`verify` (re-execute and compare tables), `plan` (forward rows, FLOPs and time before a run), `command` (the CLI).
 
 `--root DIR` executes and builds somewhere else than the repository (the tests use a temporary
 folder): `_config.yml`, `_toc.yml`, the prose pages `book/*.md` and the model card are copied
