@@ -63,6 +63,26 @@ def test_influence_tables(out):
         assert (out / f"{fig}.png").is_file()
 
 
+def test_compatibility_tables_agree_with_the_rectangles(out):
+    r = pd.read_csv(out / "rectangles.csv")
+    c = pd.read_csv(out / "compatibility.csv")
+    s = pd.read_csv(out / "compatibility_summary.csv").iloc[0]
+    assert list(c.columns) == ["model", "i", "j", "abs_rho", "certified", "rms", "flagged"]
+    assert len(c) == s.pairs == 36 and s.k == 4  # smoke: every rectangle's (context, i, j), top-4 candidates
+    assert np.allclose(c.abs_rho, r.abs_rho) and (c[["i", "j"]].to_numpy() == r[["i", "j"]].to_numpy()).all()
+    assert np.isfinite(c.rms).all() and (c.rms >= 0).all()
+    assert 0 <= s.compatible_max_rms < 1e-4 and s.forward_noise < 1e-3  # fp32 rounding, not signal
+    assert s.tolerance == pytest.approx(10 * max(s.compatible_max_rms, s.forward_noise))
+    assert (c.flagged == (c.rms > s.tolerance)).all()
+    shares = [s.both, s.rectangle_only, s.residual_only, s.neither]
+    assert sum(shares) == pytest.approx(1) and s.both == pytest.approx((c.certified & c.flagged).mean())
+    assert s.flagged_given_certified == pytest.approx(c.flagged[c.certified].mean())
+    assert -1 <= s.ci_low <= s.spearman <= s.ci_high <= 1
+    # the embedded MLM is incompatible over its top-k candidates too: the residual is far above its noise
+    assert s.median_rms > 100 * s.tolerance
+    assert (out / "residual_against_rho.png").is_file()
+
+
 def test_a_length_the_model_cannot_take_stops_the_first_cell(tmp_path):
     err = first_cell_error(NAME, tmp_path, length=10000)
     assert err is not None, "the first cell after the parameters ran through"

@@ -1,5 +1,6 @@
 """Glauber dynamics on masked language models: sampling, coupling, rectangle test, influence, margins."""
 from . import exact
+from .compatibility import CandidatePairs, Compatibility, compatibility_test, top_k_candidates
 from .conditionals import ConditionalModel, log_conditionals, total_variation
 from .coupling import CouplingResult, coupling_times, maximal_coupling
 from .diagnostics import chain_draw, convergence, diagnose, hamming_between, hamming_to_start
@@ -9,8 +10,9 @@ from .rectangle import Rectangles, RectangleTest, random_rectangles, rectangle_s
 from .sampling import Trajectory, glauber
 
 __all__ = [
-    "ConditionalModel", "CouplingResult", "DEFAULT_MODEL", "MLMAdapter", "Rectangles", "RectangleTest", "Trajectory",
-    "chain_draw", "convergence", "coupling_times", "diagnose", "exact", "glauber", "hamming_between", "hamming_to_start",
-    "influence_matrix", "load_mlm", "local_margins", "log_conditionals", "maximal_coupling", "random_rectangles",
-    "rectangle_statistic", "rectangle_test", "total_influence", "total_variation",
+    "CandidatePairs", "Compatibility", "ConditionalModel", "CouplingResult", "DEFAULT_MODEL", "MLMAdapter", "Rectangles",
+    "RectangleTest", "Trajectory", "chain_draw", "compatibility_test", "convergence", "coupling_times", "diagnose", "exact",
+    "glauber", "hamming_between", "hamming_to_start", "influence_matrix", "load_mlm", "local_margins", "log_conditionals",
+    "maximal_coupling", "random_rectangles", "rectangle_statistic", "rectangle_test", "top_k_candidates",
+    "total_influence", "total_variation",
 ]
