@@ -10,6 +10,8 @@ Measures, in one run:
   * bf16 vs fp32 conditionals (total variation) on the model;
   * exact speculative sites: consumed steps per second against k and τ;
   * the coupling runner on pairs that mostly meet early (forward rows saved by dropping met pairs);
+  * Metropolis–Hastings (PLL target, `glauber_mlm.metropolis`) beside Glauber: chain-steps per second, forward
+    rows per chain-step (each proposal that changes the state costs its PLL, n rows) and the acceptance rate;
   * the rectangle test (forward rows per rectangle after dedupe);
   * memory: the peak resident memory of a `glauber` call (in a fresh process) against chains × steps,
     beside the estimate the call checks before it starts (`sampling.kept_bytes`).
@@ -359,6 +361,33 @@ def rectangles(mlm: MLMAdapter, n: int, contexts: int, per_passage: int, reps) -
     return pd.DataFrame(rows)
 
 
+def metropolis(mlm: MLMAdapter, cells, steps: int, reps: int) -> pd.DataFrame:
+    """Glauber against MH with the PLL target on the same chains and seeds, at τ = 1: chain-steps per second (the
+    MH time includes the start's PLL), and forward rows per chain-step after the start's n rows per chain."""
+    rows = []
+    for B, n in cells:
+        x = start_states(mlm, B, n)
+        samplers = {"glauber": lambda: engine(mlm, x, steps, 1.0, 0),
+                    "metropolis": lambda: gm.metropolis(mlm, x, steps, seed=0, record_every=steps),
+                    "metropolis block=2": lambda: gm.metropolis(mlm, x, steps, seed=0, record_every=steps, block=2)}
+        for label, fn in samplers.items():
+            out = {}
+
+            def go():
+                out["traj"] = fn()
+
+            sec = timed(go, reps)
+            traj = out["traj"]
+            start_rows = B * n if label != "glauber" else 0
+            forward = getattr(traj, "forward_rows", B * steps)
+            accepted = getattr(traj, "accepted", torch.ones(1, dtype=torch.bool))
+            rows.append(dict(model=mlm.name, B=B, n=n, sampler=label, steps=steps, chain_steps_per_s=B * steps / sec,
+                             forward_rows_per_chain_step=(forward - start_rows) / (B * steps),
+                             acceptance=float(accepted.float().mean()), change_rate=float(traj.changed.float().mean())))
+            print("  ", _fmt(rows[-1]), flush=True)
+    return pd.DataFrame(rows)
+
+
 # --------------------------------------------------------------------------------------------------- main
 def _fmt(row: dict) -> str:
     return " ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}" for k, v in row.items())
@@ -429,7 +458,9 @@ def main(argv=None) -> None:
                     help="re-measure the matmul peak beside every grid cell (a shared machine's load drifts)")
     ap.add_argument("--target", type=float, default=1.0, help="seconds per timed repetition (sets steps)")
     ap.add_argument("--sections", nargs="+", default=["peak", "grid", "ablation", "quality", "speculation", "coupling", "rectangle",
-                                                      "memory"])
+                                                      "metropolis", "memory"])
+    ap.add_argument("--mh-cells", nargs="+", default=["8x16", "32x32"], help="(B, n) cells of the metropolis section")
+    ap.add_argument("--mh-steps", type=int, default=20, help="steps per timed run of the metropolis section")
     ap.add_argument("--device", default=None)
     ap.add_argument("--quick", action="store_true", help="tiny grid for a smoke run")
     ap.add_argument("--out", type=Path, default=RESULTS)
@@ -484,6 +515,11 @@ def main(argv=None) -> None:
         print("rectangle", flush=True)
         rc = rectangles(first, 16 if args.quick else 32, 8 if args.quick else 64, 4, 1)
         rc.to_csv(args.out / f"rectangle{tag}.csv", index=False)
+    if "metropolis" in args.sections:
+        print("metropolis", flush=True)
+        cells = [(8, 16)] if args.quick else [tuple(int(v) for v in c.lower().split("x")) for c in args.mh_cells]
+        mh = metropolis(first, cells, 5 if args.quick else args.mh_steps, min(args.reps, 2))
+        mh.to_csv(args.out / f"metropolis{tag}.csv", index=False)
     if "memory" in args.sections:
         print("memory", flush=True)
         cells = [(64, 1000), (64, 10_000)] if args.quick else [(64, 1000), (64, 10_000), (256, 10_000), (1024, 10_000)]
