@@ -2,6 +2,8 @@
 
 Measures, in one run:
   * the dense matmul peak of this machine (a large torch.matmul, fp32 and bf16);
+  * the roofline: each small and large cell's step time against its FLOP floor and its memory floor (weights
+    read once per forward at the measured bandwidth), `glauber_mlm.roofline`;
   * Glauber token-resamples per second of the *usual loop* (clone the batch, mask the site, full
     model with the MLM head over every position in fp32, log-softmax at the site, sample) and of the
     library's engine (`glauber_mlm.glauber`) on the same model, chains and seeds, over a (B, n) grid,
@@ -36,8 +38,9 @@ import pandas as pd
 import torch
 
 import glauber_mlm as gm
-from glauber_mlm.book.plan import CountingModel, shape_from_config
-from glauber_mlm.book.plan import forward_flops as forward_flops_per_row
+from glauber_mlm.book.plan import CountingModel
+from glauber_mlm.roofline import floors, measure_machine, shape_from_config
+from glauber_mlm.roofline import forward_flops as forward_flops_per_row
 from glauber_mlm.hf import DEFAULT_MODEL, MLMAdapter
 from glauber_mlm.passages import load_passages
 
@@ -428,6 +431,28 @@ print(before, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 """
 
 
+def roofline(models, cells, reps: int, target: float) -> pd.DataFrame:
+    """Each cell's step time (τ = 1, one site per chain per forward) against its two floors (`glauber_mlm.roofline`):
+    the FLOPs at the measured matmul peak and the weights read at the measured memory bandwidth, in fp32 and in the
+    model's default dtype (bf16 where native)."""
+    rows = []
+    for name, mlm in models.items():
+        shape = shape_from_config(mlm.model.config.to_dict(), name)
+        for dtype in dict.fromkeys([mlm.dtype, torch.float32]):
+            machine = measure_machine(str(mlm.device), dtype)
+            for B, n in cells:
+                x = start_states(mlm, B, n)
+                sec, steps = seconds_per_step(lambda s: engine(mlm, x, s, 1.0, 0, dtype), reps, target)
+                flop_floor, memory_floor = floors(shape, B, n, machine, torch.finfo(dtype).bits // 8)
+                rows.append(dict(model=name, dtype=str(dtype).removeprefix("torch."), B=B, n=n, step_ms=1e3 * sec,
+                                 flop_floor_ms=1e3 * flop_floor, memory_floor_ms=1e3 * memory_floor,
+                                 times_floor=sec / max(flop_floor, memory_floor),
+                                 bound="memory" if memory_floor > flop_floor else "FLOPs",
+                                 peak_gflops=machine.peak / 1e9, bandwidth_gbs=machine.bandwidth / 1e9, steps_timed=steps))
+                print(_fmt(rows[-1]), flush=True)
+    return pd.DataFrame(rows)
+
+
 def memory(cells, n: int) -> pd.DataFrame:
     """Peak resident memory of one `glauber` call per (chains, steps) cell, each in a fresh process, on an exact
     Potts chain (the forward is negligible, so what is measured is what the call keeps), against `kept_bytes`."""
@@ -457,7 +482,9 @@ def main(argv=None) -> None:
     ap.add_argument("--peak-per-cell", action=argparse.BooleanOptionalAction, default=True,
                     help="re-measure the matmul peak beside every grid cell (a shared machine's load drifts)")
     ap.add_argument("--target", type=float, default=1.0, help="seconds per timed repetition (sets steps)")
-    ap.add_argument("--sections", nargs="+", default=["peak", "grid", "ablation", "quality", "speculation", "coupling", "rectangle",
+    ap.add_argument("--roofline-cells", nargs="+", default=["1x10", "4x10", "8x16", "16x16", "64x32"],
+                    help="(B, n) cells of the roofline section")
+    ap.add_argument("--sections", nargs="+", default=["peak", "roofline", "grid", "ablation", "quality", "speculation", "coupling", "rectangle",
                                                       "metropolis", "memory"])
     ap.add_argument("--mh-cells", nargs="+", default=["8x16", "32x32"], help="(B, n) cells of the metropolis section")
     ap.add_argument("--mh-steps", type=int, default=20, help="steps per timed run of the metropolis section")
@@ -485,6 +512,11 @@ def main(argv=None) -> None:
             args.out / f"matmul_peak{tag}.csv", index=False)
         print(f"matmul peak: fp32 {peaks['fp32'] / 1e9:.0f} GFLOP/s, bf16 {peaks['bf16'] / 1e9:.0f} GFLOP/s", flush=True)
     models = load_models(args.models, device)
+    if "roofline" in args.sections:
+        print("roofline", flush=True)
+        cells = [tuple(int(v) for v in c.lower().split("x")) for c in args.roofline_cells]
+        roofline(models, cells[:2] if args.quick else cells, args.reps, args.target).to_csv(
+            args.out / f"roofline{tag}.csv", index=False)
     if "grid" in args.sections:
         cells = [tuple(int(v) for v in c.lower().split("x")) for c in args.cells] if args.cells else [
             (B, n) for n in args.lengths for B in args.batches]

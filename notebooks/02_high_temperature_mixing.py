@@ -59,7 +59,7 @@ from matplotlib.colors import LogNorm
 import glauber_mlm as gm
 from glauber_mlm.notebook import Run
 from glauber_mlm.passages import load_passages, passage_pairs
-from glauber_mlm.plots import interval_errorbar
+from glauber_mlm.plots import interactive_heatmap, interval_errorbar
 from glauber_mlm.stats import (censored_median, censored_median_ci, fit_exponent_ci, fit_scaling_ci, judge_laws,
                                law_exponent, law_function, ratio_trend, slow_to_fast_boundary, tell_apart)
 
@@ -174,6 +174,14 @@ run.save_figure(fig, "phase_diagram")
 #
 # **The phase diagram of coupling times.** Each cell is one temperature and length: its median coupling step (colour and number; black: no pair met, dark grey: fewer than half met within the budget).
 # :::
+
+# %% [markdown]
+# The same diagram to explore: hover a cell for its median coupling step, the fraction of pairs that met, the
+# number of pairs and the budget (colour: log₁₀ of the median; blank cells had no finite median).
+
+# %%
+interactive_heatmap(phase, "temperature", "length", "median_time", ["median_time", "met_fraction", "pairs", "budget"],
+                    f"median coupling step, {mlm.name}, budget {run['budget']}")
 
 # %% [markdown]
 # **What {numref}`fig-02-phase-diagram` shows.** Each cell is one (τ, n): its median coupling step (colour and number) and the

@@ -1,10 +1,12 @@
 """Speed-ups that must not change a single draw: speculative sites, cached bf16 weights, SDPA attention."""
+import math
+
 import pytest
 import torch
 from scipy.stats import chi2
 
 from glauber_mlm import exact, glauber, load_mlm
-from glauber_mlm.sampling import default_speculation
+from glauber_mlm.sampling import speculation_width, speculation_widths
 from tiny_models import save_tiny
 
 FIELDS = ("states", "steps", "sites", "changed", "final")
@@ -63,16 +65,87 @@ def test_speculative_chain_law_matches_exact_joint():
     assert stat < chi2.ppf(1 - 1e-4, df=80)
 
 
-def test_default_speculation():
-    class Wide:
-        speculation_rows = 64
+class CheapRows:
+    """An exact model that declares a forward's fixed cost of 32 rows, so `speculate=None` speculates on it."""
 
-    assert default_speculation(exact.potts_chain(3), 8) == 1  # exact models: plain engine
-    assert default_speculation(Wide(), 8) == 8
-    assert default_speculation(Wide(), 1) == 16  # capped
-    assert default_speculation(Wide(), 128) == 1
+    def __init__(self, model):
+        self.model, self.forwards = model, 0
+
+    def __getattr__(self, name):
+        return getattr(self.model, name)
+
+    def speculation_knee(self, n, dtype=None):
+        return 32.0
+
+    def logits(self, states, sites, dtype=None):
+        self.forwards += 1
+        return self.model.logits(states, sites, dtype)
+
+
+def test_speculation_width_follows_the_change_rate_and_the_knee():
+    assert speculation_width(0.0, 4, 0.01) == 1  # no fixed cost: rows are never free
+    assert speculation_width(64.0, 4, 0.01) == 16  # most steps keep their token: many sites ahead
+    assert speculation_width(64.0, 4, 1.0) == 1  # every step changes: sites ahead are wasted
+    assert speculation_width(64.0, 256, 0.01) == 1  # a wide batch: its rows are not free
+    assert 1 < speculation_width(64.0, 4, 0.3) < 16
+    assert speculation_widths(8.0, 4) == (1, 2, 4)
     with pytest.raises(ValueError, match="speculate"):
         glauber(exact.potts_chain(3), torch.zeros(2, 3, dtype=torch.long), 5, speculate=0)
+
+
+@pytest.mark.parametrize("record_every", [1, 5])
+def test_adaptive_speculation_gives_the_plain_trajectory(record_every):
+    """k chosen before every forward from the change rate: the same draws as k = 1, in fewer forwards."""
+    model = CheapRows(exact.incompatible_pairwise(6, 4, scale=1.5, seed=1))
+    init = torch.randint(0, 4, (4, 6), generator=torch.Generator().manual_seed(0))
+    taus = torch.tensor([0.1, 0.2, 0.3, 3.0])
+    plain = glauber(model, init, 200, temperature=taus, seed=5, record_every=record_every, speculate=1)
+    model.forwards = 0
+    auto = glauber(model, init, 200, temperature=taus, seed=5, record_every=record_every)
+    assert same_trajectory(plain, auto)
+    assert model.forwards < 150  # sites were evaluated ahead
+    assert glauber(exact.potts_chain(3), torch.zeros(2, 3, dtype=torch.long), 5).final.shape == (2, 3)  # no knee: plain
+
+
+def test_adaptive_speculation_gives_the_plain_coupling_times():
+    from glauber_mlm import coupling_times
+
+    model = CheapRows(exact.incompatible_pairwise(6, 4, scale=1.0, seed=2))
+    g = torch.Generator().manual_seed(0)
+    x0, y0 = torch.randint(0, 4, (6, 6), generator=g), torch.randint(0, 4, (6, 6), generator=g)
+    plain = coupling_times(model, x0, y0, 80, temperature=0.3, seed=1, speculate=1)
+    auto = coupling_times(model, x0, y0, 80, temperature=0.3, seed=1)
+    assert torch.equal(plain.times, auto.times) and torch.equal(plain.met, auto.met)
+
+
+def test_speculation_knee_is_measured_and_shrinks_with_length(tiny_bert):
+    short, long = tiny_bert.speculation_knee(4), tiny_bert.speculation_knee(128)
+    for knee in (short, long):
+        assert knee == 0 or math.log2(knee).is_integer()
+    assert long <= short
+    assert tiny_bert.speculation_knee(4) == short  # measured once per dtype
+
+
+def test_packed_fp32_head_shares_the_weights_and_gives_the_numbers(tiny_bert):
+    """On a CPU the fp32 forward uses the vocabulary projection pre-packed for oneDNN, every other weight shared."""
+    from glauber_mlm.hf import PackedLinear
+
+    fp32 = tiny_bert.weights_for(torch.float32)
+    if fp32 is tiny_bert.model:
+        pytest.skip("this CPU build has no oneDNN weight packing")
+    assert isinstance(fp32.get_output_embeddings(), PackedLinear)
+    assert isinstance(tiny_bert.model.get_output_embeddings(), torch.nn.Linear)  # the model itself is untouched
+    assert fp32.bert.encoder.layer[0].attention.self.query.weight is tiny_bert.model.bert.encoder.layer[0].attention.self.query.weight
+    support = torch.nonzero(tiny_bert.support).flatten()
+    states = support[torch.randint(support.numel(), (8, 12), generator=torch.Generator().manual_seed(7))]
+    sites = torch.arange(8)
+    packed = tiny_bert.logits(states, sites)
+    tiny_bert.pack_weights = False
+    try:
+        plain = tiny_bert.logits(states, sites)
+    finally:
+        tiny_bert.pack_weights = True
+    assert torch.allclose(packed, plain, atol=1e-5, rtol=1e-5)
 
 
 def test_cached_bf16_weights_equal_autocast(tiny_bert):
@@ -87,7 +160,6 @@ def test_cached_bf16_weights_equal_autocast(tiny_bert):
     finally:
         tiny_bert.cast_weights = True
     assert torch.equal(cached, autocast)
-    assert tiny_bert.weights_for(torch.float32) is tiny_bert.model
     assert tiny_bert.model.cls.predictions.decoder.weight.dtype == torch.float32  # the fp32 model is untouched
 
 

@@ -91,7 +91,7 @@ def test_02_coupled_pairs_never_exceed_the_plan_and_match_it_when_none_can_meet(
             y0 = torch.cat([starts[s][1] for _ in taus for s in range(seeds)])
             grid = [(tau, s, q) for tau in taus for s in range(seeds) for q in range(p["pairs"])]
             res = gm.coupling_times(mlm, x0, y0, p["budget"], temperature=torch.tensor([g[0] for g in grid]),
-                                    seed=(p["seed"] * 1000 + n) * 1_000_000 + torch.arange(len(grid)))
+                                    seed=(p["seed"] * 1000 + n) * 1_000_000 + torch.arange(len(grid)), speculate=1)
             planned = line(works, "phase diagram", n)
             assert res.forward_rows <= planned.rows and planned.upper
             if budget == 1:
@@ -103,7 +103,8 @@ def test_02_coupled_pairs_never_exceed_the_plan_and_match_it_when_none_can_meet(
         k = len(p["scaling_temperatures"])
         temps = torch.tensor([tau for tau in p["scaling_temperatures"] for _ in range(p["scaling_pairs"])])
         res = gm.coupling_times(mlm, x0.repeat(k, 1), y0.repeat(k, 1), p["scaling_budget"], temperature=temps,
-                                seed=(p["seed"] * 1000 + n) * 1_000_000 + 500_000 + torch.arange(len(temps)))
+                                seed=(p["seed"] * 1000 + n) * 1_000_000 + 500_000 + torch.arange(len(temps)),
+                                speculate=1)
         assert 0 < res.forward_rows <= line(works, "scaling study", n).rows
 
 
@@ -122,12 +123,12 @@ def test_03_chains_match_the_plan_exactly(mlm):
     trap = CountingModel(mlm)
     traj = gm.glauber(trap, torch.cat([x_starts[np.repeat(np.arange(P), S)]] * 2), p["steps"],
                       temperature=torch.tensor([p["temperature"]] * PS + [p["control_temperature"]] * PS),
-                      seed=(p["seed"] + np.arange(PS)).tolist() * 2, record_every=p["record_every"])
+                      seed=(p["seed"] + np.arange(PS)).tolist() * 2, record_every=p["record_every"], speculate=1)
     assert (trap.rows, trap.calls) == (line(works, "trap chains").rows, line(works, "trap chains").calls)
     taus = torch.tensor(p["temperatures"]).repeat_interleave(p["chains"])
     escape = CountingModel(mlm)
     reach = gm.glauber(escape, x_starts[np.tile(np.arange(p["chains"]) % P, len(p["temperatures"]))], p["reach_steps"],
-                       temperature=taus, seed=p["seed"] + 1000, record_every=p["record_every"])
+                       temperature=taus, seed=p["seed"] + 1000, record_every=p["record_every"], speculate=1)
     assert (escape.rows, escape.calls) == (line(works, "escape chains").rows, line(works, "escape chains").calls)
     sentences = len(cal_rows) + len(neighbours) + math.prod(traj.states.shape[:2]) + math.prod(reach.states.shape[:2])
     assert sentences == line(works, "sentences embedded").rows
@@ -147,7 +148,7 @@ def test_04_chains_and_their_records_match_the_plan(mlm, texts):
                 temps += [tau] * p["seeds"]
     counted = CountingModel(mlm)
     traj = gm.glauber(counted, torch.stack(inits), p["steps"], temperature=torch.tensor(temps), seed=p["seed"],
-                      record_every=p["record_every"])
+                      record_every=p["record_every"], speculate=1)
     chains = line(works, "chains")
     assert (counted.rows, counted.calls) == (chains.rows, chains.calls)
     assert math.prod(traj.states.shape[:2]) == line(works, "chain records embedded").rows
@@ -168,7 +169,7 @@ def test_05_influence_chains_and_margins_against_the_plan(mlm, texts):
         grid = [tau for tau in phase_taus for _ in range(p["pairs"])]
         res = gm.coupling_times(mlm, x0.repeat(len(phase_taus), 1), y0.repeat(len(phase_taus), 1), p["budget"],
                                 temperature=torch.tensor(grid),
-                                seed=(p["seed"] * 1000 + n) * 1_000_000 + torch.arange(len(grid)))
+                                seed=(p["seed"] * 1000 + n) * 1_000_000 + torch.arange(len(grid)), speculate=1)
         assert res.forward_rows <= line(works, "small phase diagram", n).rows
     L = p["chain_length"]
     starts = sample_passages(mlm, texts, L, p["chain_passages"], seed=p["seed"] + 7919)[0]
@@ -176,7 +177,7 @@ def test_05_influence_chains_and_margins_against_the_plan(mlm, texts):
     chain_temp = torch.tensor([tau for tau, _ in grid])
     counted = CountingModel(mlm)
     traj = gm.glauber(counted, torch.stack([starts[q] for _, q in grid]), p["steps"], chain_temp,
-                      seed=p["seed"] * 1_000_003 + torch.arange(len(grid)), record_every=1)
+                      seed=p["seed"] * 1_000_003 + torch.arange(len(grid)), record_every=1, speculate=1)
     assert (counted.rows, counted.calls) == (line(works, "margin chains").rows, line(works, "margin chains").calls)
     counted = CountingModel(mlm)
     gm.local_margins(counted, traj.states[list(range(0, p["steps"] + 1, p["record_every"]))].reshape(-1, L))

@@ -165,6 +165,22 @@ def log_conditionals(
     return torch.log_softmax(logits / temperature.unsqueeze(-1), dim=-1)
 
 
+def conditional_probabilities(
+    model: ConditionalModel,
+    states: torch.Tensor,
+    sites: torch.Tensor,
+    temperature: torch.Tensor,
+    dtype: torch.dtype | None = None,
+) -> torch.Tensor:
+    """q_i^τ(v | x_{-i}) = softmax(ℓ_i / τ) in float64: the law a chain draws from.
+
+    float64 because at low τ most of the vocabulary sits 100–1000 nats below the mode, where float32 exp
+    returns subnormals (tens of times slower per element, and meaningless: they round away in the CDF)."""
+    sites = check_sites(sites, states.shape[0], states.shape[1]).to(states.device)
+    logits = model.logits(states, sites, dtype=dtype)
+    return torch.softmax(logits.double() / temperature.double().unsqueeze(-1), dim=-1)
+
+
 def total_variation(logp: torch.Tensor, logq: torch.Tensor) -> torch.Tensor:
     """TV(p, q) = ½ Σ_v |p_v − q_v| along the last dimension."""
     return 0.5 * (logp.exp() - logq.exp()).abs().sum(-1)

@@ -13,9 +13,11 @@ import torch
 from tqdm.auto import tqdm
 
 from .checkpoint import Checkpointer, checkpointer
-from .conditionals import ConditionalModel, as_temperatures, check_int, check_memory, check_states, log_conditionals
+from .conditionals import (ConditionalModel, as_temperatures, check_int, check_memory, check_states,
+                           conditional_probabilities)
 from .rng import check_probabilities, sample_categorical, uniforms
-from .sampling import chain_seeds, check_scan, check_speculate, choose_sites, default_speculation, working_bytes
+from .sampling import (chain_seeds, check_scan, check_speculate, choose_sites, speculation_knee, speculation_width,
+                       speculation_widths, update_change_rate, working_bytes)
 
 BRANCH_STREAM, X_STREAM, Y_STREAM = 2, 3, 4
 
@@ -83,7 +85,7 @@ def coupling_times(
     neural model the batched forward's rounding does (see `sampling` for what is guaranteed).
     `speculate = k > 1` evaluates each pair's next k sites ahead and consumes them up to the first
     step that changes x or y (exact, same coupling times as k = 1; see `glauber`); `forward_rows`
-    then counts the discarded rows too. None: `default_speculation(model, 2 · pairs)`.
+    then counts the discarded rows too. None: k chosen before every forward as in `glauber`.
     `checkpoint` (a file path) saves the run's state every `checkpoint_every` steps (of the slowest pair still
     apart) and at the end; a call with the same inputs resumes from it with the same result (see `checkpoint`).
     """
@@ -96,7 +98,8 @@ def coupling_times(
     P, n = x.shape
     tau = as_temperatures(temperature, P, x.device)
     seeds = chain_seeds(seed, P).to(x.device)
-    k = default_speculation(model, 2 * P) if speculate is None else speculate
+    knee = speculation_knee(model, n, dtype) if speculate is None else 0.0
+    k = speculate or max(speculation_widths(knee, 2 * P))
     check_memory(f"coupling_times ({P} pairs × {n} tokens)", 4 * P * n * 8, working_bytes(model, 2 * P * k), x.device,
                  "split the pairs into several calls (a pair's law does not depend on its batch), or "
                  "pass a smaller speculate.")
@@ -105,9 +108,10 @@ def coupling_times(
     times[met] = 0
     active = torch.nonzero(~met).flatten().to(x.device)
     ckpt = checkpointer(checkpoint, checkpoint_every, model=model, x0=x, y0=y, budget=budget, temperature=tau,
-                        seed=seeds, scan=scan, dtype=dtype, speculate=k)
+                        seed=seeds, scan=scan, dtype=dtype, speculate=speculate or "auto")
     if k > 1:
-        return _speculative(model, x, y, budget, tau, seeds, scan, dtype, progress, k, times, met, active, ckpt)
+        return _speculative(model, x, y, budget, tau, seeds, scan, dtype, progress, speculate, knee, times, met,
+                            active, ckpt)
     forward_rows, start = 0, 0
     if (saved := ckpt.resume()) is not None:
         x, y, times, met, active, forward_rows = _restore(saved, x.device)
@@ -123,11 +127,11 @@ def coupling_times(
             break
         xa, ya, s = x[active], y[active], seeds[active]
         sites = choose_sites(s, t, n, scan)
-        logp = log_conditionals(model, torch.cat([xa, ya]), sites.repeat(2), tau[active].repeat(2), dtype)
+        probs = conditional_probabilities(model, torch.cat([xa, ya]), sites.repeat(2), tau[active].repeat(2), dtype)
         forward_rows += 2 * active.numel()
         k = active.numel()
         u = torch.stack([uniforms(s, t, BRANCH_STREAM), uniforms(s, t, X_STREAM), uniforms(s, t, Y_STREAM)], 1)
-        new_x, new_y = maximal_coupling(logp[:k].exp(), logp[k:].exp(), u)
+        new_x, new_y = maximal_coupling(probs[:k], probs[k:], u)
         rows = torch.arange(k, device=x.device)
         xa[rows, sites], ya[rows, sites] = new_x, new_y
         x[active], y[active] = xa, ya
@@ -147,25 +151,27 @@ def _restore(saved: dict, device: torch.device) -> tuple[torch.Tensor, torch.Ten
             int(saved["forward_rows"]))
 
 
-def _speculative(model, x, y, budget, tau, seeds, scan, dtype, progress, k, times, met, active,
-                 ckpt: Checkpointer) -> CouplingResult:
-    """`coupling_times` with k sites evaluated ahead per pair; pairs advance by different numbers of steps."""
+def _speculative(model, x, y, budget, tau, seeds, scan, dtype, progress, fixed: int | None, knee: float, times, met,
+                 active, ckpt: Checkpointer) -> CouplingResult:
+    """`coupling_times` with k sites evaluated ahead per pair (`fixed`, or chosen before each forward as in
+    `glauber`); pairs advance by different numbers of steps."""
     n, dev = x.shape[1], x.device
     done = torch.zeros(x.shape[0], dtype=torch.int64, device=dev)
-    ahead = torch.arange(k, device=dev)
-    forward_rows = 0
+    forward_rows, change_rate = 0, 0.5
     if (saved := ckpt.resume()) is not None:
         x, y, times, met, active, forward_rows = _restore(saved, dev)
-        done = saved["done"].to(dev)
+        done, change_rate, knee = saved["done"].to(dev), saved["change_rate"], saved["knee"]
 
     def snapshot(t: int) -> dict:
         return {"x": x.cpu(), "y": y.cpu(), "times": times, "met": met, "active": active.cpu(),
-                "forward_rows": forward_rows, "done": done.cpu()}
+                "forward_rows": forward_rows, "done": done.cpu(), "change_rate": change_rate, "knee": knee}
 
     bar = tqdm(total=budget, initial=int(done[active].min()) if active.numel() else budget, disable=not progress,
                desc="coupling", mininterval=2.0)
     while active.numel():
         A, t0 = active.numel(), done[active]
+        k = fixed or speculation_width(knee, 2 * A, change_rate)
+        ahead = torch.arange(k, device=dev)
         offs = t0.unsqueeze(1) + ahead
         valid = offs < budget
         s_rep = seeds[active].unsqueeze(1).expand(A, k)
@@ -173,12 +179,12 @@ def _speculative(model, x, y, budget, tau, seeds, scan, dtype, progress, k, time
         xa, ya = x[active], y[active]
         ra, ca = torch.nonzero(valid, as_tuple=True)
         V = ra.numel()
-        logp = log_conditionals(model, torch.cat([xa[ra], ya[ra]]), sites[ra, ca].repeat(2),
+        probs = conditional_probabilities(model, torch.cat([xa[ra], ya[ra]]), sites[ra, ca].repeat(2),
                                 tau[active][ra].repeat(2), dtype)
         forward_rows += 2 * V
         sv, tv = s_rep[ra, ca], offs[ra, ca]
         u = torch.stack([uniforms(sv, tv, BRANCH_STREAM), uniforms(sv, tv, X_STREAM), uniforms(sv, tv, Y_STREAM)], 1)
-        dx, dy = maximal_coupling(logp[:V].exp(), logp[V:].exp(), u)
+        dx, dy = maximal_coupling(probs[:V], probs[V:], u)
         cur_x, cur_y = xa.gather(1, sites), ya.gather(1, sites)
         new_x, new_y = cur_x.clone(), cur_y.clone()
         new_x[ra, ca], new_y[ra, ca] = dx, dy
@@ -192,6 +198,7 @@ def _speculative(model, x, y, budget, tau, seeds, scan, dtype, progress, k, time
         x[active], y[active] = xa, ya
         before = int(done[active].min())
         done[active] = t0 + used
+        change_rate = update_change_rate(change_rate, int(any_change.sum()), int(used.sum()))
         now_met = (xa == ya).all(1)
         times[active[now_met].cpu()] = (t0 + used)[now_met].cpu()
         met[active[now_met].cpu()] = True

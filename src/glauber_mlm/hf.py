@@ -8,7 +8,10 @@ would be wasted work). Ids outside `support` (special and unused tokens) get log
 from __future__ import annotations
 
 import copy
+import math
 import re
+import statistics
+import time
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -16,11 +19,13 @@ from pathlib import Path
 import torch
 
 from .conditionals import check_int
+from .roofline import forward_flops, shape_from_config
 
 DEFAULT_MODEL = Path(__file__).resolve().parents[2] / "data" / "models" / "minilm-mlm"
 REBUILD_DEFAULT = "glauber-mlm build-data && glauber-mlm train-model"
 ROBERTA_LIKE = {"roberta", "xlm-roberta", "camembert", "roberta-prelayernorm", "xlm-roberta-xl", "xmod"}
 UNUSED = re.compile(r"^(\[unused\d+\]|<unused\d+>|madeupword\d+)$")
+KNEE_LENGTH, KNEE_ROWS = 16, 64  # the forwards that measure `speculation_knee`
 BUFFER_KEYS = re.compile(r"(^|\.)(position_ids|token_type_ids)$")  # buffers, not weights: never "missing"
 
 
@@ -83,6 +88,24 @@ def _pack_linears(module: torch.nn.Module, dtype: torch.dtype) -> bool:
     except (RuntimeError, AttributeError):
         return False
     return True
+
+
+def _packed_vocab_projection(model: torch.nn.Module, vocab: int) -> torch.nn.Module:
+    """`model` with its V × h output projection pre-packed in fp32 for oneDNN, every other weight shared (not copied);
+    `model` itself where the family's projection is not a plain Linear or this build cannot pack."""
+    projection = model.get_output_embeddings()
+    if not isinstance(projection, torch.nn.Linear) or projection.out_features != vocab or not hasattr(
+            torch.ops.mkldnn, "_reorder_linear_weight") or not torch.backends.mkldnn.is_available():
+        return model
+    shared = {id(t): t for t in (*model.parameters(), *model.buffers())}
+    packed = copy.deepcopy(model, memo=shared)
+    name = next(name for name, module in packed.named_modules() if module is packed.get_output_embeddings())
+    parent, _, attr = name.rpartition(".")
+    try:
+        setattr(packed.get_submodule(parent), attr, PackedLinear(projection, torch.float32))
+    except (RuntimeError, AttributeError):
+        return model
+    return packed
 
 
 def _site_head(model) -> Callable[[torch.Tensor], torch.Tensor] | None:
@@ -163,9 +186,7 @@ class MLMAdapter:
         self.lowp_mode = "linear"
         # on a CPU, bf16 Linear weights are also pre-packed for oneDNN (same numbers, no per-call re-order)
         self.pack_weights = True
-        # batch width below which a forward is latency-bound: `glauber(speculate=None)` fills it with sites
-        # evaluated ahead (see sampling.default_speculation); 0 = off (measured: benchmarks/, book/performance.md)
-        self.speculation_rows = 256 if device.type == "cuda" else 0
+        self._knees: dict[torch.dtype, float] = {}  # speculation_knee at KNEE_LENGTH tokens, measured per dtype
         # a forward of many rows runs in chunks whose largest activation (the feed-forward layer, or the full
         # head's logits for families without a site head) stays under this many bytes
         self.forward_bytes = 1 << 30
@@ -174,26 +195,77 @@ class MLMAdapter:
         self._lowp: dict[tuple[torch.dtype, str, bool], torch.nn.Module] = {}
 
     def weights_for(self, dtype: torch.dtype) -> torch.nn.Module:
-        """The module that runs forwards in `dtype`: the fp32 model, or a cached copy with Linear weights in `dtype`
-        (on a CPU in bf16: pre-packed for oneDNN, `PackedLinear`).
+        """The module that runs forwards in `dtype`: a cached copy of `model` built on first use.
 
-        Built on first use; call `refresh_weights()` after changing `model`'s weights.
+        - low precision: Linear weights stored in `dtype` (on a CPU in bf16: pre-packed for oneDNN, `PackedLinear`);
+        - float32 on a CPU: the same weights, shared with `model`, except the vocabulary projection, pre-packed for
+          oneDNN. At the site the head multiplies a few rows by a V × h matrix streamed from memory at every step;
+          packed, that product runs about 2.5× faster (the same product, summed in another order).
+        `model` itself is never changed; call `refresh_weights()` after changing its weights.
         """
-        if dtype == torch.float32 or not self.cast_weights:
+        if not self.cast_weights or (dtype == torch.float32 and (self.device.type != "cpu" or not self.pack_weights)):
             return self.model
         key = (dtype, self.lowp_mode, self.pack_weights)
         if key not in self._lowp:
-            lowp = copy.deepcopy(self.model)
-            if self.lowp_mode == "all":
-                lowp = lowp.to(dtype)
-            packed = self.device.type == "cpu" and self.pack_weights and _pack_linears(lowp, dtype)
-            for module in lowp.modules() if not packed else ():
-                if isinstance(module, torch.nn.Linear):
-                    module.weight = torch.nn.Parameter(module.weight.detach().to(dtype), requires_grad=False)
-                    if module.bias is not None:
-                        module.bias = torch.nn.Parameter(module.bias.detach().to(dtype), requires_grad=False)
-            self._lowp[key] = lowp.eval()
+            self._lowp[key] = (_packed_vocab_projection(self.model, self.vocab_size) if dtype == torch.float32
+                               else self._low_precision_copy(dtype)).eval()
         return self._lowp[key]
+
+    def _low_precision_copy(self, dtype: torch.dtype) -> torch.nn.Module:
+        lowp = copy.deepcopy(self.model)
+        if self.lowp_mode == "all":
+            lowp = lowp.to(dtype)
+        packed = self.device.type == "cpu" and self.pack_weights and _pack_linears(lowp, dtype)
+        for module in lowp.modules() if not packed else ():
+            if isinstance(module, torch.nn.Linear):
+                module.weight = torch.nn.Parameter(module.weight.detach().to(dtype), requires_grad=False)
+                if module.bias is not None:
+                    module.bias = torch.nn.Parameter(module.bias.detach().to(dtype), requires_grad=False)
+        return lowp
+
+    def speculation_knee(self, n: int, dtype: torch.dtype | None = None) -> float:
+        """A forward's fixed cost in rows: r rows of n tokens take about (knee + r) times the cost of one more row.
+
+        Measured once per dtype from the time of a step's conditionals on 1 and on KNEE_ROWS rows of KNEE_LENGTH
+        tokens (medians of three), scaled to n by the FLOPs per row, and rounded to a power of two so that a
+        re-measurement seldom changes it. `glauber(speculate=None)` uses it to choose how many sites to evaluate
+        ahead (`sampling.speculation_width`)."""
+        dtype = dtype or self.dtype
+        if dtype not in self._knees:
+            self._knees[dtype] = self._measure_knee(dtype)
+        try:
+            shape = shape_from_config(self.model.config.to_dict(), self.name)
+            scale = forward_flops(shape, KNEE_LENGTH) / forward_flops(shape, n)
+        except ValueError:  # a config without the usual width keys: keep the measured knee
+            scale = 1.0
+        knee = self._knees[dtype] * scale
+        return float(2 ** round(math.log2(knee))) if knee >= 0.5 else 0.0
+
+    def _measure_knee(self, dtype: torch.dtype) -> float:
+        from .conditionals import conditional_probabilities
+
+        ids = torch.nonzero(self.support).flatten()
+        n = min(KNEE_LENGTH, self.max_length)
+        state = ids[torch.arange(n, device=ids.device) % ids.numel()].unsqueeze(0)
+        tau = torch.ones(KNEE_ROWS, device=self.device)
+
+        def seconds(rows: int) -> float:
+            states, sites = state.expand(rows, n), torch.arange(rows, device=self.device) % n
+            conditional_probabilities(self, states, sites, tau[:rows], dtype)
+            times = []
+            for _ in range(3):
+                if self.device.type == "cuda":
+                    torch.cuda.synchronize(self.device)
+                start = time.perf_counter()
+                conditional_probabilities(self, states, sites, tau[:rows], dtype)
+                if self.device.type == "cuda":
+                    torch.cuda.synchronize(self.device)
+                times.append(time.perf_counter() - start)
+            return statistics.median(times)
+
+        one, many = seconds(1), seconds(KNEE_ROWS)
+        per_row = (many - one) / (KNEE_ROWS - 1)
+        return KNEE_ROWS if per_row <= 0 else min(KNEE_ROWS, max(0.0, one - per_row) / per_row)
 
     def refresh_weights(self) -> None:
         """Forget the low-precision weight copies (rebuilt from `model` on the next forward)."""

@@ -73,18 +73,20 @@ def _wrap(text: str, width: int = 60) -> str:
     return "<br>".join(textwrap.wrap(str(text), width)) or " "
 
 
+MAX_FRAMES = 60  # slider positions of an interactive map: enough to follow a chain, small enough to ship
+
+
 def interactive_map(frame, x: str, y: str, group: str, hover: list[str], title: str, color: str | None = None,
-                    text: str | None = None):
+                    text: str | None = None, time: str = "step"):
     """An interactive Plotly map of `frame`: one line per `group` (or points coloured by `color`), hover shows
-    the `hover` columns and the wrapped `text` column (a decoded state).
+    the `hover` columns and the wrapped `text` column (a decoded state). A slider (and a play button) over the
+    `time` column moves one marker per group to where that chain was at that step (at most MAX_FRAMES steps,
+    evenly spread over the recorded ones).
 
     In a book run (`glauber-mlm run/book`) it is returned as HTML that uses the plotly.js the book ships in
     `_static/` (no CDN, so the page works offline); run interactively it is the Plotly figure itself.
     """
-    import os
-
     import plotly.express as px
-    from IPython.display import HTML
 
     frame = frame.copy()
     hover_data = {c: True for c in hover}
@@ -96,8 +98,77 @@ def interactive_map(frame, x: str, y: str, group: str, hover: list[str], title: 
     else:
         fig = px.scatter(frame, x=x, y=y, color=color, symbol=group, hover_data=hover_data, title=title,
                          color_continuous_scale="RdBu_r")
-    fig.update_layout(template="plotly_white", height=520, margin=dict(l=40, r=20, t=60, b=40),
-                      legend=dict(orientation="h", yanchor="top", y=-0.12))
+    fig.update_traces(opacity=0.45)
+    _add_time_slider(fig, frame, x, y, group, time, hover + (["state"] if text is not None else []))
+    fig.update_layout(template="plotly_white", height=600, margin=dict(l=40, r=20, t=60, b=40),
+                      legend=dict(orientation="h", yanchor="top", y=-0.32))
+    return _shipped(fig)
+
+
+def _add_time_slider(fig, frame, x: str, y: str, group: str, time: str, hover: list[str]) -> None:
+    """One marker per group at its latest recorded state at or before each slider step, and the slider to move it."""
+    import plotly.graph_objects as go
+
+    steps = np.unique(frame[time])
+    shown = steps[np.unique(np.linspace(0, len(steps) - 1, min(MAX_FRAMES, len(steps))).round().astype(int))]
+    groups = list(dict.fromkeys(frame[group]))
+    by_group = {g: frame[frame[group] == g].sort_values(time) for g in groups}
+    template = f"<b>%{{customdata[0]}}</b><br>{time} %{{customdata[1]}}<br>" + "<br>".join(
+        f"{c}: %{{customdata[{k + 2}]}}" for k, c in enumerate(c for c in hover if c != time)) + "<extra></extra>"
+
+    def markers(step) -> list:
+        traces = []
+        for g in groups:
+            rows = by_group[g][by_group[g][time] <= step].tail(1)
+            custom = [[g, *rows[[time, *(c for c in hover if c != time)]].iloc[0].tolist()]] if len(rows) else []
+            traces.append(go.Scatter(x=rows[x], y=rows[y], mode="markers", customdata=custom, hovertemplate=template,
+                                     marker=dict(size=14, color="black", symbol="circle-open", line=dict(width=3)),
+                                     showlegend=False, name=str(g)))
+        return traces
+
+    first = len(fig.data)
+    for trace in markers(shown[0]):
+        fig.add_trace(trace)
+    moved = list(range(first, len(fig.data)))
+    fig.frames = [go.Frame(data=markers(step), traces=moved, name=f"{step:g}") for step in shown]
+    play = dict(frame=dict(duration=150, redraw=False), transition=dict(duration=0), fromcurrent=True, mode="immediate")
+    fig.update_layout(
+        updatemenus=[dict(type="buttons", showactive=False, x=0, y=-0.08, xanchor="left", yanchor="top",
+                          buttons=[dict(label="▶ play", method="animate", args=[None, play]),
+                                   dict(label="❚❚ pause", method="animate",
+                                        args=[[None], dict(frame=dict(duration=0, redraw=False), mode="immediate")])])],
+        sliders=[dict(active=0, x=0.16, len=0.84, y=-0.04, yanchor="top", currentvalue=dict(prefix=f"{time} "),
+                      steps=[dict(label=f"{step:g}", method="animate",
+                                  args=[[f"{step:g}"], dict(frame=dict(duration=0, redraw=False), mode="immediate")])
+                             for step in shown])])
+
+
+def interactive_heatmap(frame, x: str, y: str, z: str, hover: list[str], title: str, log_colour: bool = True):
+    """An interactive Plotly heat map of `frame` on its (x, y) grid, colour `z` (on a log scale when `log_colour`),
+    hover showing every `hover` column of the cell; returned as `interactive_map` returns its figure."""
+    import plotly.graph_objects as go
+
+    xs, ys = sorted(frame[x].unique()), sorted(frame[y].unique())
+    cells = frame.set_index([y, x])
+    values = np.array([[cells[z].get((b, a), np.nan) for a in xs] for b in ys], dtype=float)
+    custom = np.array([[[cells[c].get((b, a), np.nan) for c in hover] for a in xs] for b in ys], dtype=float)
+    shown = np.where(np.isfinite(values), np.log10(values) if log_colour else values, np.nan)  # ∞ (censored): blank
+    template = f"{x} %{{x}}<br>{y} %{{y}}<br>" + "<br>".join(
+        f"{c}: %{{customdata[{k}]:.4g}}" for k, c in enumerate(hover)) + "<extra></extra>"
+    fig = go.Figure(go.Heatmap(x=[f"{a:g}" for a in xs], y=[f"{b:g}" for b in ys], z=shown, customdata=custom,
+                               hovertemplate=template, colorscale="Viridis",
+                               colorbar=dict(title=f"log₁₀ {z}" if log_colour else z)))
+    fig.update_layout(template="plotly_white", title=title, height=420, margin=dict(l=40, r=20, t=60, b=40),
+                      xaxis_title=x, yaxis_title=y, plot_bgcolor="#404040")  # cells without a colour: dark
+    return _shipped(fig)
+
+
+def _shipped(fig):
+    """The figure itself in an interactive session; in a book run, HTML that loads the book's own plotly.js."""
+    import os
+
+    from IPython.display import HTML
+
     if not os.environ.get("GLAUBER_MLM_RUN_ID"):
         return fig
     return HTML(fig.to_html(include_plotlyjs=False, full_html=False, config={"responsive": True, "displaylogo": False}))

