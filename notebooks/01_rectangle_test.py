@@ -45,6 +45,7 @@ top_k = None           # tokens a, a' (b, b') are drawn from the top-k of the co
 temperatures = None    # temperatures for the certified fraction against τ
 safety = None          # the tolerance is safety times the noise measured on |ρ| (see below)
 practical = None       # a second threshold on |ρ_τ|: the probability ratio R off by a factor e^practical
+scale = 1.0            # < 1: a dry run, the profile's BUDGETS × scale (rounded up); its pages say so
 output_dir = None
 
 # %%
@@ -70,7 +71,11 @@ PROFILES = {
     "paper": dict(models=PAPER_MODELS, device=None, seed=0, passages="ms_marco", length=32, contexts=500, per_passage=4,
                   top_k=10, temperatures=[0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0], safety=10.0, practical=0.1),
 }
-run = Run("01_rectangle_test", profile, PROFILES, output_dir, models=models, device=device, seed=seed,
+# what `scale` (a dry run) multiplies, each with its least value: the least the checks below accept, and 2
+# where intervals bootstrap over the units; temperatures, lengths, grids and thresholds are never scaled
+BUDGETS = dict(contexts=2, per_passage=1)
+run = Run("01_rectangle_test", profile, PROFILES, output_dir, scale=scale, budgets=BUDGETS,
+          models=models, device=device, seed=seed,
           passages=passages, length=length, contexts=contexts, per_passage=per_passage, top_k=top_k,
           temperatures=temperatures, safety=safety, practical=practical)
 names = [run["models"]] if isinstance(run["models"], str) else run["models"]
