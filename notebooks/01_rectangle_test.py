@@ -48,6 +48,7 @@ safety = None          # the tolerance is safety times the noise measured on |ρ
 practical = None       # a second threshold on |ρ_τ|: the probability ratio R off by a factor e^practical
 compat_k = None        # candidates per site for the Arnold–Press residual (top-k of the conditional at the context)
 compat_pairs = None    # rectangle pairs (context, i, j) on which the residual is computed, spread over the contexts
+scale = 1.0            # < 1: a dry run, the profile's BUDGETS × scale (rounded up); its pages say so
 output_dir = None
 
 # %%
@@ -78,7 +79,11 @@ PROFILES = {
                   top_k=10, temperatures=[0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0], safety=10.0, practical=0.1,
                   compat_k=10, compat_pairs=2000),
 }
-run = Run("01_rectangle_test", profile, PROFILES, output_dir, models=models, device=device, seed=seed,
+# what `scale` (a dry run) multiplies, each with its least value: the least the checks below accept, and 2
+# where intervals bootstrap over the units; temperatures, lengths, grids and thresholds are never scaled
+BUDGETS = dict(contexts=2, per_passage=1, compat_pairs=2)
+run = Run("01_rectangle_test", profile, PROFILES, output_dir, scale=scale, budgets=BUDGETS,
+          models=models, device=device, seed=seed,
           passages=passages, length=length, contexts=contexts, per_passage=per_passage, top_k=top_k,
           temperatures=temperatures, safety=safety, practical=practical, compat_k=compat_k, compat_pairs=compat_pairs)
 names = [run["models"]] if isinstance(run["models"], str) else run["models"]

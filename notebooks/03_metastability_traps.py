@@ -62,6 +62,7 @@ temperatures = None    # the temperature grid of the escape-fraction experiment 
 chains = None          # chains per temperature for the escape fraction (spread over the starting passages)
 reach_steps = None     # steps of each escape-fraction chain
 umap = None            # also draw the UMAP map (slow to compile on first use)
+scale = 1.0            # < 1: a dry run, the profile's BUDGETS × scale (rounded up); its pages say so
 output_dir = None
 
 # %%
@@ -93,7 +94,11 @@ PROFILES = {
                   calibration_passages=256, temperatures=[0.1, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0], chains=100,
                   reach_steps=10_000, umap=True, **RULES),
 }
-run = Run("03_metastability_traps", profile, PROFILES, output_dir, model=model, embedder=embedder, device=device,
+# what `scale` (a dry run) multiplies, each with its least value: the least the checks below accept, and 2
+# where intervals bootstrap over the units; temperatures, lengths, grids and thresholds are never scaled
+BUDGETS = dict(seeds=1, steps=20, calibration_passages=4, chains=2, reach_steps=20)
+run = Run("03_metastability_traps", profile, PROFILES, output_dir, scale=scale, budgets=BUDGETS,
+          model=model, embedder=embedder, device=device,
           seed=seed, passages=passages, starts=starts, length=length, temperature=temperature,
           control_temperature=control_temperature, seeds=seeds, steps=steps, record_every=record_every,
           min_dwell=min_dwell, radius_quantile=radius_quantile, radius_quantiles=radius_quantiles,

@@ -138,7 +138,8 @@ def train_tokenizer(family: str):
     return cls(vocab=vocab)
 
 
-def save_family(folder: Path, family: str) -> Path:
+def save_family(folder: Path, family: str, positions: int = POSITIONS) -> Path:
+    """A tiny random masked LM of `family` with its trained tokenizer, taking `positions` ordinary + frame tokens."""
     from transformers import AutoConfig, AutoModelForMaskedLM
 
     torch.manual_seed(0)
@@ -153,7 +154,7 @@ def save_family(folder: Path, family: str) -> Path:
     if family == "modernbert":
         ids.update(cls_token_id=tok.cls_token_id, sep_token_id=tok.sep_token_id)
     offset = tok.pad_token_id + 1 if family in {"roberta", "xlm-roberta", "camembert", "mpnet"} else 0
-    kwargs = {**SIZE, "max_position_embeddings": POSITIONS + offset, **ids, **overrides}
+    kwargs = {**SIZE, "max_position_embeddings": positions + offset, **ids, **overrides}
     config = AutoConfig.for_model(MODEL_TYPE.get(family, family), vocab_size=V, **kwargs)
     model = AutoModelForMaskedLM.from_config(config)
     with torch.no_grad():  # random biases, so that a head applied to the wrong hidden state cannot pass by luck

@@ -138,7 +138,7 @@ def test_completeness_check_names_each_fault(tmp_path):
     assert publish.problems(nb) == ["a cell raised while it executed"]
 
 
-def test_upstream_tables_are_used_only_for_the_same_model_profile_and_dtype(tmp_path, monkeypatch):
+def test_upstream_tables_are_used_only_for_the_same_model_profile_scale_and_dtype(tmp_path, monkeypatch):
     monkeypatch.delenv("GLAUBER_MLM_RESULTS", raising=False)
     profiles = {"cpu": dict(model=None), "smoke": dict(model=None)}
     upstream = tmp_path / "02_up"
@@ -149,7 +149,8 @@ def test_upstream_tables_are_used_only_for_the_same_model_profile_and_dtype(tmp_
     (upstream / "provenance.json").write_text(json.dumps(prov))
     table, source = run.upstream_table("02_up", "phase")
     assert table is not None and list(table.columns) == ["temperature", "median_time"] and "02_up/phase.csv" in source
-    for change, word in ((dict(profile="smoke"), "profile"), (dict(parameters={"model": "roberta-base"}), "model"),
+    for change, word in ((dict(profile="smoke"), "profile"), (dict(scale=0.01), "scale"),
+                         (dict(parameters={"model": "roberta-base"}), "model"),
                          (dict(forward_dtype="bfloat16" if run.forward_dtype() == "float32" else "float32"), "forward dtype")):
         (upstream / "provenance.json").write_text(json.dumps({**prov, **change}))
         table, why = run.upstream_table("02_up", "phase")

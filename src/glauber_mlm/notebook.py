@@ -7,7 +7,12 @@ every keyword that is not None overrides the profile. Tables go to CSV, figures 
 machine and CPU class, versions, commit, wall time, and the run id that ties it to its executed page).
 `run.conclude(claim, key_numbers, checks)` makes the page's result box (see `verdict.py`).
 `run.upstream_table(NAME, TABLE)` reads another notebook's published table only when its provenance
-matches this run's model and profile.
+matches this run's model, profile and scale.
+
+A dry run: `Run(..., scale=S, budgets=BUDGETS)` with 0 < S ≤ 1 multiplies the profile's budgets (the integer
+entries a notebook names in its `BUDGETS = {name: least value}`: steps, pairs, chains, contexts …) by S, rounded
+up and never below their least value; temperatures, lengths, grids, models and thresholds stay as in the profile,
+so the code path is the full run's. Its provenance, build line and result box say "dry run at scale S".
 """
 from __future__ import annotations
 
@@ -60,17 +65,50 @@ def _finite_positive(v) -> bool:
     return not isinstance(v, bool) and isinstance(v, numbers.Real) and math.isfinite(v) and v > 0
 
 
+def check_scale(scale) -> float:
+    """`scale` as a float in (0, 1]: the share of the profile's budgets a dry run keeps."""
+    if not _finite_positive(scale) or scale > 1:
+        raise ValueError(f"scale must be a number in (0, 1] (1: the profile as it is; 0.01: a dry run with 1 % of "
+                         f"its budgets), got {scale!r}.")
+    return float(scale)
+
+
+def scaled_profile(profile: dict, budgets: dict[str, int], scale: float) -> dict:
+    """`profile` with each budget multiplied by `scale`, rounded up and at least its least value in `budgets`.
+
+    Only the entries named in `budgets` change (a None budget, meaning "all", stays None); temperatures, lengths,
+    grids, models and thresholds are the profile's, so a dry run takes the same code path as the full run."""
+    scale = check_scale(scale)
+    if scale < 1 and not budgets:
+        raise ValueError("this notebook declares no BUDGETS, so it cannot be scaled: run it with scale = 1.")
+    scaled = dict(profile)
+    for key, least in budgets.items():
+        if key not in profile:
+            raise ValueError(f"BUDGETS names {key!r}, which the profile does not hold: its entries are {sorted(profile)}.")
+        value = profile[key]
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+            raise ValueError(f"budget {key!r} must be a whole number in the profile (a count of steps, pairs, "
+                             f"chains …), got {value!r}: only such entries can be scaled.")
+        scaled[key] = max(int(least), math.ceil(value * scale)) if scale < 1 else value
+    return scaled
+
+
 class Run:
     """Resolved parameters of one notebook run, and where its numbers and figures are saved."""
 
-    def __init__(self, name: str, profile: str, profiles: dict[str, dict], output_dir: str | Path | None = None, **overrides):
+    def __init__(self, name: str, profile: str, profiles: dict[str, dict], output_dir: str | Path | None = None, *,
+                 scale: float = 1.0, budgets: dict[str, int] | None = None, **overrides):
         if profile not in profiles:
             raise ValueError(f"unknown profile {profile!r}: choose one of {sorted(profiles)} (smoke for tests, cpu offline, paper on a GPU).")
         unknown = set(overrides) - set(profiles[profile])
         if unknown:
             raise ValueError(f"unknown parameters {sorted(unknown)} for {name}: known ones are {sorted(profiles[profile])}.")
-        self.name, self.profile = name, profile
-        self.params = {**profiles[profile], **{k: v for k, v in overrides.items() if v is not None}}
+        self.name, self.profile, self.scale = name, profile, check_scale(scale)
+        # the scale applies to the profile's budgets; an explicit parameter is taken as given
+        base = scaled_profile(profiles[profile], budgets or {}, self.scale)
+        self.params = {**base, **{k: v for k, v in overrides.items() if v is not None}}
         self.out = Path(output_dir or Path("results") / name)
         self.out.mkdir(parents=True, exist_ok=True)
         self.device = self.params.get("device") or ("cuda" if torch.cuda.is_available() else "cpu")
@@ -115,7 +153,7 @@ class Run:
 
     def provenance(self) -> dict:
         return {
-            "notebook": self.name, "profile": self.profile, "parameters": self.params, "device": self.device,
+            "notebook": self.name, "profile": self.profile, "scale": self.scale, "parameters": self.params, "device": self.device,
             "forward_dtype": self.forward_dtype(), "machine": machine(), "run_id": self.run_id, "commit": git_commit(), "wall_time_s": round(time.time() - self.started, 1),
             "versions": {p: version(p) for p in ("glauber-mlm", "torch", "transformers", "numpy")},
             "python": platform.python_version(),
@@ -129,8 +167,9 @@ class Run:
     def upstream_table(self, notebook: str, table: str):
         """(DataFrame, source) for `notebook`'s published `table`, or (None, why not) when it must not be used.
 
-        It is used only when the other notebook's provenance is complete and names the same profile, model and
-        forward dtype as this run: a smoke table never feeds a cpu page, nor one model's table another's.
+        It is used only when the other notebook's provenance is complete and names the same profile, scale, model
+        and forward dtype as this run: a smoke table never feeds a cpu page, a dry run never a full one, nor one
+        model's table another's.
         The published results folder is `$GLAUBER_MLM_RESULTS` (set by `glauber-mlm run/book`), else this run's parent.
         """
         import pandas as pd
@@ -144,9 +183,10 @@ class Run:
             prov = json.loads(prov_path.read_text())
         except ValueError:
             return None, f"{notebook}'s provenance.json is not valid JSON"
-        mine = {"profile": self.profile, "model": self.params.get("model"), "forward dtype": self.forward_dtype()}
-        theirs = {"profile": prov.get("profile"), "model": prov.get("parameters", {}).get("model"),
-                  "forward dtype": prov.get("forward_dtype")}
+        mine = {"profile": self.profile, "scale": self.scale, "model": self.params.get("model"),
+                "forward dtype": self.forward_dtype()}
+        theirs = {"profile": prov.get("profile"), "scale": prov.get("scale", 1.0),
+                  "model": prov.get("parameters", {}).get("model"), "forward dtype": prov.get("forward_dtype")}
         differ = [f"{k} {theirs[k]!r} ≠ {mine[k]!r}" for k in mine if theirs[k] != mine[k]]
         if differ:
             return None, f"{notebook}'s published run differs from this one ({', '.join(differ)})"
@@ -191,29 +231,36 @@ class Run:
         if os.environ.get("GLAUBER_MLM_RUN_ID"):
             plt.close(fig)
 
+    @property
+    def dry_run(self) -> str | None:
+        """'dry run at scale S' when the budgets were scaled down (S < 1), else None."""
+        return f"dry run at scale {self.scale:g}" if self.scale < 1 else None
+
     def build(self) -> str:
-        """This build in one line: profile, model(s), the chains' forward dtype, the machine."""
+        """This build in one line: profile (and scale of a dry run), model(s), the chains' forward dtype, the machine."""
         models = self.params.get("model", self.params.get("models"))
         models = models if isinstance(models, (list, tuple)) else [models]
         names = ", ".join(str(m or "the embedded minilm-mlm") for m in models)
-        return (f"`{self.profile}` profile · model {names} · "
-                f"{self.forward_dtype()} forward · {machine()}")
+        profile = f"`{self.profile}` profile" + (f", **{self.dry_run}** (budgets × {self.scale:g})" if self.dry_run else "")
+        return f"{profile} · model {names} · {self.forward_dtype()} forward · {machine()}"
 
     def conclude(self, claim: str, key_numbers: dict[str, str], checks: dict[str, bool | None]) -> None:
         """The page's result box: glued as `result` (shown at the top of the page) and saved as result.json.
 
         `key_numbers` are this run's key numbers, already formatted with their intervals; `checks` are the page's
-        pre-stated criteria, each True, False or None (not computable here). The verdict is in result.json.
+        pre-stated criteria, each True, False or None (not computable here). The verdict is in result.json; a dry
+        run's verdict is "dry run at scale S" (its checks' verdict is kept as `checks_verdict`), never a result.
         """
         from IPython.display import Markdown
 
         from .verdict import box_markdown, judge
 
         verdict = judge(checks)
-        text = box_markdown(claim, self.build(), key_numbers, checks, verdict)
+        text = box_markdown(claim, self.build(), key_numbers, checks, verdict, dry_run=self.dry_run)
         (self.out / "result.json").write_text(json.dumps(dict(
-            notebook=self.name, verdict=verdict.word, summary=verdict.summary, claim=claim, build=self.build(),
-            numbers=key_numbers, checks=checks), indent=2, ensure_ascii=False))
+            notebook=self.name, verdict=self.dry_run or verdict.word, checks_verdict=verdict.word,
+            summary=verdict.summary, scale=self.scale, claim=claim, build=self.build(), numbers=key_numbers,
+            checks=checks), indent=2, ensure_ascii=False))
         try:
             from myst_nb import glue
         except ImportError:  # outside the book's environment: show the box where it is computed

@@ -2,17 +2,24 @@
 
 `load_passages("embedded")` reads `data/passages.jsonl` (held out of the embedded MLM's training
 text, see data/README.md); `load_passages("ms_marco")` loads MS MARCO passages through `datasets`,
-as the paper did, and needs the internet.
+as the paper did, and needs the internet. Offline, `GLAUBER_MLM_MS_MARCO=/path/to/file.parquet|.jsonl` names
+a local copy of the v2.1 validation split, in the dataset's own record format (one query per record:
+`query`, `query_id`, `query_type`, `answers`, `wellFormedAnswers`, and `passages` with the lists `is_selected`,
+`passage_text`, `url`), such as the split's parquet file from the hub; it is read in place of the download and
+parsed by the same code.
 """
 from __future__ import annotations
 
 import json
+import os
+from collections.abc import Iterator
 from pathlib import Path
 
 from .conditionals import check_int
 from .data import verify_product
 
 DATA = Path(__file__).resolve().parents[2] / "data"
+MS_MARCO_FILE = "GLAUBER_MLM_MS_MARCO"  # a local copy of MS MARCO v2.1 validation, read instead of the hub
 
 
 def _read_jsonl(path: Path) -> list[dict]:
@@ -46,22 +53,44 @@ def load_passages(source: str = "embedded", topic: str | None = None, limit: int
 
 
 def _ms_marco(limit: int) -> list[dict]:
+    """The first `limit` passages of MS MARCO v2.1 validation, query by query, each passage a row."""
+    local = os.environ.get(MS_MARCO_FILE)
+    records = _ms_marco_file(Path(local)) if local else _ms_marco_hub()
+    rows = []
+    for k, ex in enumerate(records):
+        for text in ex["passages"]["passage_text"]:
+            rows.append({"id": f"ms_marco/{k}/{len(rows)}", "text": text, "topic": None})
+        if len(rows) >= limit:
+            break
+    return rows[:limit]
+
+
+def _ms_marco_hub() -> Iterator[dict]:
+    """The split streamed from the hub; a connection lost while streaming fails with the same message."""
     try:
         from datasets import load_dataset
 
-        ds = load_dataset("microsoft/ms_marco", "v2.1", split="validation", streaming=True)
-        rows = []
-        for k, ex in enumerate(ds):
-            for text in ex["passages"]["passage_text"]:
-                rows.append({"id": f"ms_marco/{k}/{len(rows)}", "text": text, "topic": None})
-            if len(rows) >= limit:
-                break
-        return rows[:limit]
+        yield from load_dataset("microsoft/ms_marco", "v2.1", split="validation", streaming=True)
     except Exception as err:  # ImportError offline installs, connection errors without a hub
         raise OSError(
             "MS MARCO passages need `pip install datasets` and internet access to the Hugging Face hub "
-            f"({type(err).__name__}: {err}). Offline, use passages='embedded', the passages shipped in data/."
+            f"({type(err).__name__}: {err}). Offline, use passages='embedded', the passages shipped in data/, or set "
+            f"{MS_MARCO_FILE} to a local copy of the v2.1 validation split (.parquet or .jsonl)."
         ) from err
+
+
+def _ms_marco_file(path: Path) -> list[dict]:
+    """The records of a local MS MARCO file (.parquet as the hub holds the split, or .jsonl, one record a line)."""
+    if not path.is_file():
+        raise FileNotFoundError(f"{MS_MARCO_FILE}={path}: no such file (a .parquet or .jsonl copy of MS MARCO v2.1).")
+    if path.suffix == ".parquet":
+        import pandas as pd
+
+        return pd.read_parquet(path).to_dict("records")
+    if path.suffix == ".jsonl":
+        with path.open(encoding="utf-8") as f:
+            return [json.loads(line) for line in f if line.strip()]
+    raise ValueError(f"{MS_MARCO_FILE}={path}: give a .parquet or .jsonl file.")
 
 
 def load_political_text() -> list[dict]:

@@ -8,6 +8,9 @@ computed at this scale") and the verdict follows from their answers, never from 
     not reproduced               every check that could be computed fails
     not testable at this scale   no check could be computed
 
+A dry run (the profile's budgets scaled down, `Run(..., scale=S)` with S < 1) is no result: its box opens with
+"Dry run at scale S" and its checks are shown only as a test that the code path computes them.
+
 `Run.conclude` (in `notebook.py`) glues the box into the page (myst-nb `glue`, shown at the top of the page
 by a `{glue:md}` directive) and saves it as result.json beside the tables.
 """
@@ -63,10 +66,14 @@ def _cell(text: str) -> str:
 
 
 def box_markdown(claim: str, build: str, numbers: dict[str, str], checks: dict[str, bool | None],
-                 verdict: Verdict) -> str:
-    """The box as MyST Markdown: verdict line, claim, build, a table of key numbers and a table of checks."""
+                 verdict: Verdict, dry_run: str | None = None) -> str:
+    """The box as MyST Markdown: verdict line, claim, build, a table of key numbers and a table of checks.
+
+    `dry_run` ("dry run at scale S") replaces the verdict line: the checks of a scaled-down run are no result."""
     mark = {True: "yes", False: "**no**", None: "not computable at this scale"}
-    lines = [f"**Verdict: {verdict.word}** ({verdict.summary}).", "",
+    headline = (f"**Verdict: {dry_run}, not a result** (budgets scaled down; at this scale {verdict.summary}, "
+                f"{verdict.word})." if dry_run else f"**Verdict: {verdict.word}** ({verdict.summary}).")
+    lines = [headline, "",
              f"**The paper's claim.** {claim}", "", f"**This build.** {build}", "",
              "| this run | value |", "| --- | --- |"]
     lines += [f"| {_cell(k)} | {_cell(v)} |" for k, v in numbers.items()]

@@ -1,10 +1,10 @@
 """`glauber-mlm run`, `book`, `verify` and `plan`: execute notebooks with papermill into the Jupyter Book, build it,
 check that it reproduces, and say beforehand what a run will cost.
 
-    glauber-mlm run NAME [--profile P] [--model M] [-p KEY VALUE ...] [--root DIR]
-    glauber-mlm book [--profile cpu] [--model M] [--only NAME ...] [--no-execute] [--force] [--workers N] [--root DIR]
+    glauber-mlm run NAME [--profile P] [--model M] [--scale S] [-p KEY VALUE ...] [--root DIR]
+    glauber-mlm book [--profile cpu] [--model M] [--scale S] [--only NAME ...] [--no-execute] [--force] [--workers N] [--root DIR]
     glauber-mlm verify [--only NAME ...]
-    glauber-mlm plan [--profile P] [--model M] [--only NAME ...] [--calibrate | --throughput R | --tflops T]
+    glauber-mlm plan [--profile P] [--model M] [--scale S] [--only NAME ...] [--calibrate | --throughput R | --tflops T]
 
 `run` converts `notebooks/NAME.py` (Jupytext percent format) to a notebook and executes it with
 papermill into `<root>/book/notebooks/NAME.ipynb`; the notebook's tables, figures and
@@ -31,6 +31,12 @@ papermill, with its checkpoint folder), `publish` (staging, the atomic swap, the
 (which notebooks must re-execute), `fanout` (notebooks as Dask tasks), `page` (what the reader sees: folding,
 downloads, the Colab cell), `prose` (numbers in prose come from cells), `site` (toc, execution page, build),
 `verify` (re-execute and compare tables), `plan` (forward rows, FLOPs and time before a run), `command` (the CLI).
+
+`--scale S` (0 < S ≤ 1) makes a dry run: each notebook multiplies the budgets it declares (`BUDGETS`: steps,
+pairs, chains, contexts …) by S, rounded up and never below a stated least value, and keeps every other parameter
+of the profile, so `book --profile paper --scale 0.01` takes the paper run's code path (hub models, MS MARCO,
+its grids) in minutes. Its pages, provenance and result boxes say "dry run at scale S"; S is a parameter, so
+it is part of the cache key.
 
 `--root DIR` executes and builds somewhere else than the repository (the tests use a temporary
 folder): `_config.yml`, `_toc.yml`, the prose pages `book/*.md` and the model card are copied

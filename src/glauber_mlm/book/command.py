@@ -53,6 +53,9 @@ def _parser(command: str) -> argparse.ArgumentParser:
     p.add_argument("--profile", default="cpu" if command == "book" else None,
                    help="smoke (tests) | cpu (embedded model, offline) | paper (GPU, hub models)" + (" [cpu]" if command == "book" else " [the notebook's default]"))
     p.add_argument("--model", help="a hub name or local folder for every notebook (default: the profile's model)")
+    p.add_argument("--scale", type=float, metavar="S",
+                   help="a dry run: every notebook's budgets (steps, pairs, chains, contexts …, its BUDGETS) times S, "
+                        "0 < S ≤ 1, rounded up; all else as in the profile; its pages say 'dry run at scale S' [1]")
     p.add_argument("--root", type=Path, help="where book/notebooks and _build go [the repository]")
     p.add_argument("--notebooks", type=Path, default=None, help=f"where the notebooks' .py files are [{NOTEBOOKS}]")
     return p
@@ -76,6 +79,8 @@ def _common_parameters(args) -> dict:
         params["profile"] = args.profile
     if args.model is not None:
         params["model"] = args.model
+    if args.scale is not None:  # a papermill parameter like the others, so the cache key includes it
+        params["scale"] = args.scale
     return params
 
 
@@ -111,7 +116,8 @@ def _announce(args, label: str, name: str, why: str | None) -> None:
     if why is None:
         print(f"{label} {name}: reused (its inputs are unchanged; --force re-executes it)", flush=True)
     else:
-        print(f"{label} {name} (profile {args.profile}{', model ' + args.model if args.model else ''}; "
+        scale = f", dry run at scale {args.scale:g}" if args.scale is not None and args.scale < 1 else ""
+        print(f"{label} {name} (profile {args.profile}{scale}{', model ' + args.model if args.model else ''}; "
               f"executing: {why})", flush=True)
 
 

@@ -1,8 +1,9 @@
 """A notebook's source, its declared parameters and profiles, and the checks made before any kernel starts.
 
-A result notebook declares its parameters in a papermill `parameters` cell and its profiles in a literal
-`PROFILES = {"smoke": dict(...), "cpu": dict(...), "paper": dict(...)}`. Both are read from the source
-(never executed), so a typo'd profile, an unknown or ill-typed parameter and a model folder that does
+A result notebook declares its parameters in a papermill `parameters` cell, its profiles in a literal
+`PROFILES = {"smoke": dict(...), "cpu": dict(...), "paper": dict(...)}` and its budgets (what a dry run's
+`scale` multiplies, with their least values) in a literal `BUDGETS = dict(steps=20, pairs=2, ...)`. All are
+read from the source (never executed), so a typo'd profile, an unknown or ill-typed parameter and a model folder that does
 not exist are refused before a kernel starts, and before anything already published is touched.
 
 The type rule for an explicit parameter is read off the profile it overrides: an integer where the
@@ -26,7 +27,7 @@ from .errors import BookError
 REPO = Path(__file__).resolve().parents[3]
 NOTEBOOKS = REPO / "notebooks"
 MODEL_KEYS = ("model", "models", "embedder")
-UNCHECKED = {"profile", "output_dir", "device", *MODEL_KEYS}
+UNCHECKED = {"profile", "output_dir", "device", "scale", *MODEL_KEYS}
 
 
 def known_notebooks(notebooks_dir: Path = NOTEBOOKS) -> list[str]:
@@ -62,11 +63,11 @@ def declared_parameters(src: Path) -> list[str]:
     raise BookError(f"{src.name} has no cell tagged 'parameters': papermill could not pass it any parameter.")
 
 
-def declared_profiles(src: Path) -> dict[str, dict] | None:
-    """The literal `PROFILES = {...}` of the notebook; None if it has none.
+def declared_constant(src: Path, name: str):
+    """The literal top-level constant `name` (UPPER_CASE) of the notebook; None if it has none.
 
     Read without running the notebook: the top-level UPPER_CASE constants before it (e.g. a list of
-    model names) and PROFILES itself are evaluated with nothing but literals, dict(...) and those constants.
+    model names) and `name` itself are evaluated with nothing but literals, dict(...) and those constants.
     """
     namespace: dict = {"__builtins__": {}, "dict": dict}
     for node in ast.parse(Path(src).read_text()).body:
@@ -77,13 +78,33 @@ def declared_profiles(src: Path) -> dict[str, dict] | None:
             continue
         try:
             namespace[target] = eval(compile(ast.Expression(node.value), str(src), "eval"), namespace)
-        except Exception as err:  # a constant that is not a literal: only PROFILES must be one
-            if target == "PROFILES":
-                raise BookError(f"{Path(src).name}: PROFILES must be built from literals, dict(...) and UPPER_CASE "
+        except Exception as err:  # a constant that is not a literal: only the one asked for must be one
+            if target == name:
+                raise BookError(f"{Path(src).name}: {name} must be built from literals, dict(...) and UPPER_CASE "
                                 f"constants defined before it, so it can be checked before the notebook runs ({err}).") from None
-        if target == "PROFILES":
+        if target == name:
             return namespace[target]
     return None
+
+
+def declared_profiles(src: Path) -> dict[str, dict] | None:
+    """The literal `PROFILES = {...}` of the notebook; None if it has none."""
+    return declared_constant(src, "PROFILES")
+
+
+def declared_budgets(src: Path) -> dict[str, int]:
+    """The literal `BUDGETS = dict(name=least value, ...)` of the notebook: the profile entries a dry run scales."""
+    return declared_constant(src, "BUDGETS") or {}
+
+
+def profile_at_scale(src: Path, profile: str, scale: float) -> dict:
+    """The notebook's profile with its budgets scaled as `Run` scales them (`notebook.scaled_profile`)."""
+    from ..notebook import scaled_profile
+
+    try:
+        return scaled_profile(declared_profiles(src)[profile], declared_budgets(src), scale)
+    except ValueError as err:
+        raise BookError(f"{Path(src).stem}: {err}") from None
 
 
 def _number(v) -> bool:
@@ -182,6 +203,7 @@ def resolve_parameters(src: Path, parameters: dict) -> dict:
         if profile not in profiles:
             raise BookError(f"{name}: unknown profile {profile!r}: choose one of {', '.join(sorted(profiles))} "
                             "(smoke for tests, cpu offline, paper on a GPU).")
+        profile_at_scale(src, profile, params.get("scale", 1.0))  # refuses a bad scale, or BUDGETS it cannot apply
         for key, value in params.items():
             if key in UNCHECKED or value is None or key not in profiles[profile]:
                 continue

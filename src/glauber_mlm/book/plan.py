@@ -1,6 +1,6 @@
 """`glauber-mlm plan`: what a run will cost, before it runs.
 
-    glauber-mlm plan [--profile cpu] [--model M] [--only NAME ...] [-p KEY VALUE ...]
+    glauber-mlm plan [--profile cpu] [--model M] [--scale S] [--only NAME ...] [-p KEY VALUE ...]
                      [--calibrate | --throughput ROWS_PER_S [FP32_ROWS_PER_S] | --tflops TFLOP_S [FP32_TFLOP_S]]
                      [--reference M] [--length 32] [--latency-ms MS] [--target-hours 24]
 
@@ -44,7 +44,7 @@ from pathlib import Path
 from ..roofline import Shape, forward_flops, shape_from_config
 from .errors import BookError
 from .execute import prepare_parameters
-from .parameters import NOTEBOOKS, declared_parameters, declared_profiles, known_notebooks, notebook_source, parse_value
+from .parameters import NOTEBOOKS, declared_parameters, known_notebooks, notebook_source, parse_value, profile_at_scale
 
 # Published config.json numbers (huggingface.co/<name>/blob/main/config.json) of the hub models the profiles
 # name, so that a plan needs no download. Any other model: pass its local folder (its config.json is read).
@@ -279,22 +279,22 @@ COUNTERS: dict[str, Callable[[dict], list[Work]]] = {
 # ---- the plan ---------------------------------------------------------------------------------------------------
 
 def resolved_parameters(name: str, profile: str, model: str | None, overrides: dict,
-                        notebooks_dir: Path = NOTEBOOKS) -> dict:
+                        notebooks_dir: Path = NOTEBOOKS, scale: float = 1.0) -> dict:
     """The parameters notebook `name` runs with: checked and resolved as `glauber-mlm book` does
-    (`prepare_parameters`), then laid over the profile as `Run` does (a None keeps the profile's value)."""
+    (`prepare_parameters`), then laid over the profile, its budgets scaled, as `Run` does (a None keeps the
+    profile's value)."""
     src = notebook_source(name, notebooks_dir)
     declared = declared_parameters(src)
     params = {"profile": profile, **({"model": model} if model is not None else {}),
-              **{k: v for k, v in overrides.items() if k in declared}}
+              **({"scale": scale} if scale != 1 else {}), **{k: v for k, v in overrides.items() if k in declared}}
     params = prepare_parameters(src, params)
-    profiles = declared_profiles(src)
-    base = profiles[params["profile"]]
+    base = profile_at_scale(src, params["profile"], params.get("scale", 1.0))
     return {**base, **{k: v for k, v in params.items() if k in base and v is not None}}
 
 
 def plan(names: list[str], profile: str, model: str | None = None, overrides: dict | None = None,
-         notebooks_dir: Path = NOTEBOOKS) -> dict[str, list[Work]]:
-    """Work per notebook for a run of `names` with this profile, model and -p overrides.
+         notebooks_dir: Path = NOTEBOOKS, scale: float = 1.0) -> dict[str, list[Work]]:
+    """Work per notebook for a run of `names` with this profile, model, scale and -p overrides.
 
     An override no named notebook declares is refused; 05's small phase diagram is dropped when 02 runs in the
     same plan on the same model (05 then reads 02's table)."""
@@ -309,7 +309,7 @@ def plan(names: list[str], profile: str, model: str | None = None, overrides: di
         if name not in COUNTERS:
             raise ValueError(f"no counting rule for notebook {name!r}: add a count_ function for it to "
                              "glauber_mlm/book/plan.py (COUNTERS).")
-        params[name] = resolved_parameters(name, profile, model, overrides, notebooks_dir)
+        params[name] = resolved_parameters(name, profile, model, overrides, notebooks_dir, scale)
         works[name] = COUNTERS[name](params[name])
     mixing, margins = "02_high_temperature_mixing", "05_influence_and_margin"
     if mixing in works and margins in works and params[mixing]["model"] == params[margins]["model"]:
@@ -466,6 +466,8 @@ def _parser() -> argparse.ArgumentParser:
         "Print the forward rows, FLOPs and an estimated wall time of a run, per notebook, before running it."))
     p.add_argument("--profile", default="cpu", help="smoke | cpu | paper [cpu], as for `glauber-mlm book`")
     p.add_argument("--model", help="a hub name or local folder for every notebook (default: each profile's model)")
+    p.add_argument("--scale", type=float, default=1.0, metavar="S",
+                   help="a dry run's budgets: each notebook's BUDGETS times S (0 < S ≤ 1), as `book --scale S` [1]")
     p.add_argument("--only", nargs="+", metavar="NAME", help="plan only these notebooks [all]")
     p.add_argument("-p", "--parameter", nargs=2, action="append", default=[], metavar=("KEY", "VALUE"),
                    help="a parameter override for every notebook that declares KEY; VALUE is read as YAML")
@@ -506,8 +508,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         names = [notebook_source(n).stem for n in args.only] if args.only else known_notebooks()
         overrides = {key: parse_value(value) for key, value in args.parameter}
-        works = plan(names, args.profile, args.model, overrides)
-        print(render(works, args.profile, _rates(args), args.target_hours))
+        works = plan(names, args.profile, args.model, overrides, scale=args.scale)
+        profile = args.profile + (f", dry run at scale {args.scale:g}" if args.scale < 1 else "")
+        print(render(works, profile, _rates(args), args.target_hours))
     except (BookError, ValueError, OSError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 1

@@ -141,7 +141,8 @@ def execution_rows(root: Path) -> list[dict]:
         rows.append({
             "notebook": name,
             "status": "ok" if not problems(nb_path) else "incomplete",
-            "profile": prov.get("profile") or meta.get("parameters", {}).get("profile", "–"),
+            "profile": (prov.get("profile") or meta.get("parameters", {}).get("profile", "–"))
+                       + (f" (dry run at scale {prov['scale']:g})" if prov.get("scale", 1) < 1 else ""),
             "model": _model_label(params or meta.get("parameters", {})),
             "device": prov.get("device", "–"),
             "forward_dtype": prov.get("forward_dtype", "–"),

@@ -22,7 +22,8 @@ from .parameters import known_notebooks
 def recorded_parameters(provenance: dict) -> dict:
     """The explicit parameters that reproduce a run: its profile and every resolved value that is not None."""
     params = {k: v for k, v in provenance.get("parameters", {}).items() if v is not None}
-    return {"profile": provenance["profile"], **params}
+    scale = provenance.get("scale", 1.0)  # the values are already scaled; the scale keeps the page a dry run's
+    return {"profile": provenance["profile"], **({"scale": scale} if scale != 1 else {}), **params}
 
 
 def compare_tables(published: Path, fresh: Path, rtol: float = 0.0, atol: float = 0.0) -> str | None:
