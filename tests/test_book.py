@@ -151,13 +151,13 @@ def test_effective_toc_drops_missing_pages_and_adds_unlisted_notebooks(tmp_path)
     assert toc["parts"][1]["chapters"] == [{"file": "book/notebooks/01_a"}, {"file": "book/notebooks/07_new"}]
 
 
-def test_committed_toc_lists_every_prose_page_and_the_six_notebooks():
+def test_committed_toc_lists_every_prose_page_and_the_seven_notebooks():
     toc = yaml.safe_load((book.REPO / "_toc.yml").read_text())
     files = re.findall(r"file: (\S+)", (book.REPO / "_toc.yml").read_text())
     assert toc["root"] == "book/intro"
     for page in ("theory", "model_card", "run_it_yourself", "execution", "references"):
         assert f"book/{page}" in files
-    assert sum(f.startswith("book/notebooks/") for f in files) == 6
+    assert sum(f.startswith("book/notebooks/") for f in files) == 7
     for f in files:
         if not f.startswith("book/notebooks/") and f != "book/execution":
             assert (book.REPO / f"{f}.md").exists(), f

@@ -3,7 +3,8 @@ import numpy as np
 import pytest
 import torch
 
-from glauber_mlm import chain_draw, convergence, diagnose, exact, glauber, hamming_between, hamming_to_start
+from glauber_mlm import (chain_draw, convergence, coupling_regime, diagnose, exact, glauber, hamming_between,
+                         hamming_to_start)
 from glauber_mlm.diagnostics import ESS_MIN, RHAT_MAX
 
 
@@ -125,3 +126,12 @@ def test_ising_low_temperature_opposite_starts_not_mixed():
     assert df.loc["hamming_to_reference", "rhat"] > 1.5, df
     assert (df.status == "not mixed").all() and (df.n_stuck == 0).all(), df
     assert df.loc["hamming_between", "mean"] > n / 2  # pairs (c, c + 4) started opposite and stay far apart
+
+
+def test_coupling_regime_reads_the_budget():
+    assert coupling_regime([40, 40, 3], [False, False, True], 40) == "slow"
+    assert coupling_regime([20, 3], [True, True], 40) == "fast"  # every pair met within half the budget
+    assert coupling_regime([21, 3], [True, True], 40) == "between"
+    assert coupling_regime([40, 3], [False, True], 40) == "between"  # half censored is not more than half
+    with pytest.raises(ValueError, match="one entry per pair"):
+        coupling_regime([], [], 40)

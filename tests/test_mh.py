@@ -5,7 +5,7 @@ import pytest
 import torch
 from scipy.stats import chi2
 
-from glauber_mlm import coupled_metropolis, exact, glauber, load_mlm, metropolis, mh_coupling_times
+from glauber_mlm import acceptance_counts, coupled_metropolis, exact, glauber, load_mlm, metropolis, mh_coupling_times
 from glauber_mlm.book.plan import CountingModel
 from glauber_mlm.conditionals import log_conditionals
 from glauber_mlm.metropolis import choose_block, pseudo_log_likelihood
@@ -164,6 +164,17 @@ def test_forward_rows_are_counted(model):
     assert 30 * 25 * 2 + N * 30 < traj.forward_rows <= 30 * 25 * 2 + N * 30 * 26
     plain = metropolis(model, torch.zeros(30, N, dtype=torch.long), 25, seed=2, block=2)
     assert torch.equal(plain.states, traj.states) and torch.equal(plain.energy, traj.energy)
+
+
+def test_acceptance_counts_the_tested_proposals(model):
+    """Tested proposals are the ones that differ from the state: each costs one PLL (n rows) after the start's."""
+    traj = metropolis(model, torch.zeros(30, N, dtype=torch.long), 40, temperature=0.7, seed=4)
+    accepted, tested = acceptance_counts(traj)
+    assert accepted.shape == tested.shape == (30,) and (accepted <= tested).all() and (tested <= 40).all()
+    assert torch.equal(accepted, traj.changed.sum(0))
+    assert torch.equal(40 - tested, (traj.accepted & ~traj.changed).sum(0))  # untested: equal to the state
+    assert traj.forward_rows == 30 * 40 + N * (30 + int(tested.sum()))
+    assert 0 < int(accepted.sum()) < int(tested.sum())  # an incompatible model: some proposals are rejected
 
 
 # ------------------------------------------------------------------------------------------------ coupled MH

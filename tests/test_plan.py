@@ -192,6 +192,36 @@ def test_05_influence_chains_and_margins_against_the_plan(mlm, texts):
     assert 0 < counted.rows <= line(works, "token margins").rows
 
 
+def test_06_chains_energies_and_pairs_against_the_plan(mlm, texts):
+    p, works = smoke("06_has_my_chain_mixed")
+    taus, n, S = sorted(p["temperatures"]), p["length"], p["steps"]
+    T, C, P, M, Q = len(taus), p["chains"], p["pairs"], p["mh_chains"], p["mh_pairs"]
+    starts, _ = sample_passages(mlm, texts, n, C, seed=p["seed"] * 1_000_003 + n)
+    x0, y0, _ = passage_pairs(mlm, texts, n, P, seed=p["seed"] * 1_000_003 + 7_777_777 + n)
+    counted = CountingModel(mlm)
+    traj = gm.glauber(counted, starts.repeat(T, 1), S, temperature=torch.tensor(taus).repeat_interleave(C),
+                      seed=p["seed"] * 1_000_000 + torch.arange(T * C))
+    assert (counted.rows, counted.calls) == (line(works, "Glauber chains").rows, line(works, "Glauber chains").calls)
+    counted = CountingModel(mlm)
+    gm.pseudo_log_likelihood(counted, traj.states[::p["pll_every"]].flatten(0, 1))
+    assert (counted.rows, counted.calls) == (line(works, "PLL energy").rows, line(works, "PLL energy").calls)
+    res = gm.coupling_times(mlm, x0.repeat(T, 1), y0.repeat(T, 1), S,
+                            temperature=torch.tensor(taus).repeat_interleave(P),
+                            seed=p["seed"] * 1_000_000 + 500_000 + torch.arange(T * P))
+    assert res.forward_rows <= line(works, "coupled Glauber pairs").rows
+    counted = CountingModel(mlm)
+    mh = gm.metropolis(counted, starts[:M].repeat(T, 1), S, temperature=torch.tensor(taus).repeat_interleave(M),
+                       seed=p["seed"] * 1_000_000 + 600_000 + torch.arange(T * M))
+    planned = line(works, "MH chains")
+    assert mh.forward_rows == counted.rows <= planned.rows and counted.calls <= planned.calls and planned.upper
+    counted = CountingModel(mlm)
+    res = gm.mh_coupling_times(counted, x0[:Q].repeat(T, 1), y0[:Q].repeat(T, 1), S,
+                               temperature=torch.tensor(taus).repeat_interleave(Q),
+                               seed=p["seed"] * 1_000_000 + 700_000 + torch.arange(T * Q))
+    planned = line(works, "coupled MH pairs")
+    assert res.forward_rows == counted.rows <= planned.rows and counted.calls <= planned.calls
+
+
 def test_05_reads_02s_phase_diagram_when_both_are_planned():
     works = plan(["02_high_temperature_mixing", "05_influence_and_margin"], "smoke")
     assert not any(w.part.startswith("small phase diagram") for w in works["05_influence_and_margin"])
@@ -256,7 +286,7 @@ def test_command_prints_every_notebook_and_the_verdict(capsys):
     assert main(["plan", "--profile", "smoke", "--tflops", "1", "--latency-ms", "2", "--target-hours", "1"]) == 0
     out = capsys.readouterr().out
     for name in ("00_exact_models", "01_rectangle_test", "02_high_temperature_mixing", "03_metastability_traps",
-                 "04_political_basins", "05_influence_and_margin", "## Summary"):
+                 "04_political_basins", "05_influence_and_margin", "06_has_my_chain_mixed", "## Summary"):
         assert name in out
     assert "target: 1 h; estimated" in out and ": fits." in out
 

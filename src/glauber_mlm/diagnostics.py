@@ -10,6 +10,9 @@ trajectory, each arranged as a (chain, draw) array:
 - `hamming_between`: d_ab(t) = Σ_i [x_i^a(t) ≠ x_i^b(t)], one row per pair of chains;
 - `chain_draw`: any scalar array shaped (chain, draw) or (draw, chain), validated and put as (chain, draw).
 
+`coupling_regime` reads the other view of the same question off coupled chains (`coupling_times`): 'slow' where
+most pairs have not met by the budget, 'fast' where all met within its first half.
+
 `convergence` computes, per summary and with ArviZ, the rank-normalised split R̂ (the max of the bulk and
 folded-tail R̂ of Vehtari et al. 2021), bulk and tail ESS and the MCSE of the mean, and a status:
 'mixed' (R̂ < RHAT_MAX and bulk ESS ≥ ESS_MIN), 'not mixed', or 'stuck' (some chain's summary is constant).
@@ -225,3 +228,21 @@ def diagnose(states: Any, reference: Any = None, discard: int = 0, **kwargs: Any
         half = B // 2
         summaries["hamming_between"] = hamming_between(x, np.stack([np.arange(half), np.arange(half) + half], 1))
     return convergence(summaries, discard=discard, **kwargs)
+
+
+def coupling_regime(times: Any, met: Any, budget: int) -> str:
+    """What coupled pairs say about chains of `budget` steps: 'slow', 'fast' or 'between'.
+
+    'slow': more than half of the pairs had not met by the budget (P(T > budget) > 1/2, so the Kaplan–Meier median
+    lies beyond it); 'fast': every pair met within the first half of the budget, so chains run for `budget` steps
+    had forgotten their starts before the second half, the draws `convergence(..., discard=half)` reads;
+    'between': anything else. `times`, `met`: one entry per pair, as `CouplingResult.times` and `.met`.
+    """
+    times, met = np.asarray(times, float), np.asarray(met, bool)
+    if times.size == 0 or times.shape != met.shape:
+        raise ValueError(f"times and met must be one entry per pair, got shapes {times.shape} and {met.shape}.")
+    if (~met).mean() > 0.5:
+        return "slow"
+    if met.all() and times.max() <= budget / 2:
+        return "fast"
+    return "between"

@@ -57,6 +57,16 @@ class MHTrajectory(Trajectory):
     forward_rows: int  # conditionals evaluated: k per chain-step for proposals, n per PLL evaluation
 
 
+def acceptance_counts(trajectory: MHTrajectory) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per chain: (proposals the MH test accepted that changed the state, proposals that differed from the state).
+
+    A proposal equal to the current state is kept without a test (α = 1) and says nothing about the correction, and
+    a rejected proposal always differed, so their ratio is the acceptance rate of the test itself. The second count
+    is also the number of energy evaluations after the first (n forward rows each with the PLL energy)."""
+    tested = trajectory.changed | ~trajectory.accepted
+    return trajectory.changed.sum(0), tested.sum(0)
+
+
 @dataclass
 class Target:
     """E(x) for a batch of states, and the forward rows one evaluation costs per state."""

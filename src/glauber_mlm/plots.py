@@ -62,8 +62,12 @@ def interval_errorbar(ax, x, estimate, low, high, arrow: float = 0.5, **kwargs):
 
 def temperature_axis(ax, temperatures) -> None:
     """A log temperature axis ticked at the grid's temperatures (no minor ticks)."""
+    from matplotlib.ticker import FixedFormatter
+
     ax.set_xscale("log")
-    ax.set_xticks(temperatures, [f"{t:g}" for t in temperatures])
+    ax.set_xticks(temperatures)
+    # a FixedFormatter (not the FuncFormatter set_xticks(labels=...) makes) so that plain_log_ticks keeps the labels
+    ax.xaxis.set_major_formatter(FixedFormatter([f"{t:g}" for t in temperatures]))
     ax.minorticks_off()
 
 

@@ -14,7 +14,7 @@ plus 2h² + 2hV for the MLM head at the site (the formula of book/performance.md
 Sentence embeddings (notebooks 03, 04) count the embedder's encoder only. Exact models (00, and 01's noise
 reference) are counted in rows but not in FLOPs or time: their conditionals are a few table look-ups.
 
-Counting rules: one function per notebook (`count_00` … `count_05`), each naming the cells it mirrors. Rows are
+Counting rules: one function per notebook (`count_00` … `count_06`), each naming the cells it mirrors. Rows are
 exact where every row stays in the batch (Glauber chains, influence matrices, embeddings' sentences before
 de-duplication) and an upper bound (marked ≤) where work leaves the batch: coupled pairs are counted for their
 whole budget as if no pair met; identical rectangle queries and repeated texts are evaluated once. Speculative
@@ -270,9 +270,36 @@ def count_05(p: dict) -> list[Work]:
                Work("token margins of dwelt states", m, L, dwells, math.ceil(dwells / CHUNK), "float32", upper=True)])
 
 
+def count_06(p: dict) -> list[Work]:
+    """06_has_my_chain_mixed, with T temperatures, n = length and S = steps: the chains `gm.glauber(...)`
+    (T · chains, S steps); `gm.pseudo_log_likelihood` on every pll_every-th state (n rows per chain and reading, in
+    calls of `pll_chunk` rows); `gm.coupling_times` (≤ 2 · T · pairs · S); the MH chains `gm.metropolis(...)` (one
+    proposal row per chain-step, ≤ n PLL rows for the start and for each proposal that changes a token); and
+    `gm.mh_coupling_times` (as many for 2 · T · mh_pairs chains). Upper bounds: pairs that meet leave the batch,
+    and only proposals that change a token cost a PLL."""
+    from ..metropolis import PLL_CHUNK_BYTES
+
+    m, n, S, T = p["model"], p["length"], p["steps"], len(p["temperatures"])
+    chains, mh_chains, mh_paired_chains = T * p["chains"], T * p["mh_chains"], 2 * T * p["mh_pairs"]
+    readings = chains * (S // p["pll_every"] + 1) * n
+    chunk = max(1, PLL_CHUNK_BYTES // (8 * model_shape(m).vocab))  # metropolis.pll_chunk, without loading the model
+
+    def mh(part: str, B: int) -> Work:
+        """B MH chains: a proposal row per chain-step, and a PLL of the start and of every changed proposal."""
+        pll_calls = math.ceil(B * n / chunk)
+        return Work(part, m, n, B * (S + n * (S + 1)), S + (S + 1) * pll_calls, upper=True)
+
+    return [Work("Glauber chains", m, n, chains * S, S),
+            Work("PLL energy of the chains' states", m, n, readings, math.ceil(readings / chunk)),
+            Work("coupled Glauber pairs", m, n, 2 * T * p["pairs"] * S, S, upper=True),
+            mh("MH chains (proposals and PLL)", mh_chains),
+            mh("coupled MH pairs (proposals and PLL)", mh_paired_chains)]
+
+
 COUNTERS: dict[str, Callable[[dict], list[Work]]] = {
     "00_exact_models": count_00, "01_rectangle_test": count_01, "02_high_temperature_mixing": count_02,
     "03_metastability_traps": count_03, "04_political_basins": count_04, "05_influence_and_margin": count_05,
+    "06_has_my_chain_mixed": count_06,
 }
 
 
