@@ -87,7 +87,7 @@ PROFILES = {
                   seeds=1, steps=60, record_every=4, min_dwell=12, calibration_passages=16,
                   temperatures=[0.1, 1.0], chains=4, reach_steps=30, umap=False, **RULES),
     "cpu":   dict(model=None, embedder=None, device=None, seed=0, passages="embedded", starts=[0, 1, 2], length=24,
-                  seeds=1, steps=2000, record_every=10, min_dwell=100, calibration_passages=64,
+                  seeds=2, steps=2000, record_every=10, min_dwell=100, calibration_passages=64,
                   temperatures=[0.05, 0.1, 0.25, 0.5, 1.0, 2.0], chains=12, reach_steps=500, umap=True, **RULES),
     "paper": dict(model="bert-base-uncased", embedder=None, device=None, seed=0, passages="ms_marco",
                   starts=[0, 1, 2, 3, 4], length=32, seeds=2, steps=10_000, record_every=10, min_dwell=100,

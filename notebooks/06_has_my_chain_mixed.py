@@ -67,6 +67,7 @@ pll_every = None       # the PLL energy is read every this many steps (n forward
 pairs = None           # coupled Glauber pairs per temperature, two independent passages each
 mh_chains = None       # MH chains per temperature (the first mh_chains of the Glauber starts)
 mh_pairs = None        # coupled MH pairs per temperature (the first mh_pairs of the Glauber pairs)
+scale = 1.0            # < 1: a dry run, the profile's BUDGETS × scale (rounded up); its pages say so
 output_dir = None
 
 # %%
@@ -96,7 +97,10 @@ PROFILES = {
                   temperatures=[0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 4.0], chains=16, steps=10_000, pll_every=16, pairs=40,
                   mh_chains=16, mh_pairs=20),
 }
-run = Run("06_has_my_chain_mixed", profile, PROFILES, output_dir, model=model, device=device, seed=seed,
+# what `scale` (a dry run) multiplies, each with its least value: 2 chains or pairs (R̂ and the intervals need two),
+# 64 steps (a second half long enough to split); temperatures, lengths and thresholds are never scaled
+BUDGETS = dict(chains=2, steps=64, pairs=2, mh_chains=2, mh_pairs=2)
+run = Run("06_has_my_chain_mixed", profile, PROFILES, output_dir, scale=scale, budgets=BUDGETS, model=model, device=device, seed=seed,
           passages=passages, length=length, temperatures=temperatures, chains=chains, steps=steps,
           pll_every=pll_every, pairs=pairs, mh_chains=mh_chains, mh_pairs=mh_pairs)
 mlm = gm.load_mlm(run["model"], device=run.device)  # clear error here for an unknown model
@@ -180,6 +184,7 @@ run.save_figure(fig, "pll_traces")
 pair_taus = torch.tensor(taus).repeat_interleave(P)
 glauber_pairs = gm.coupling_times(mlm, x0.repeat(T, 1), y0.repeat(T, 1), budget, temperature=pair_taus,
                                   seed=run["seed"] * 1_000_000 + 500_000 + torch.arange(T * P), progress=True,
+                                  speculate=1,  # one site per forward, like MH: the rows below count the algorithm
                                   checkpoint=run.checkpoint("coupling"))
 records = [dict(sampler="Glauber", temperature=float(tau), pair=i % P, time=int(t), met=bool(m), budget=budget)
            for i, (tau, t, m) in enumerate(zip(pair_taus.tolist(), glauber_pairs.times.tolist(),

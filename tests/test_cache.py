@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+import torch
 
 from glauber_mlm import book
 from glauber_mlm.book import cache
@@ -156,3 +157,16 @@ def test_verify_reproduces_a_seeded_run_and_names_a_tampered_table(tmp_path, cap
     err = capsys.readouterr().err
     assert "94_d/magnetisation.csv: magnetisation (1 rows; row 0" in err
     assert table.read_text() == tampered and all(p.read_bytes() == b for p, b in before.items() if p != table)
+
+
+def test_another_forward_dtype_re_executes_every_notebook(world, monkeypatch):
+    """A page built in fp32 is stale where the chains would run in bf16, and the reverse (`book --dtype`)."""
+    from glauber_mlm.hf import FORWARD_DTYPE_ENV, default_dtype
+
+    native = str(default_dtype(torch.device("cpu"))).removeprefix("torch.")
+    other = "bfloat16" if native == "float32" else "float32"
+    monkeypatch.setenv(FORWARD_DTYPE_ENV, other)
+    assert set(stale(world, monkeypatch, world["params"]).values()) == {"changed: forward_dtype"}
+    monkeypatch.setenv(FORWARD_DTYPE_ENV, "float16")
+    with pytest.raises(ValueError, match="float32, bfloat16"):
+        default_dtype(torch.device("cpu"))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import math
+import os
 import re
 import statistics
 import time
@@ -25,12 +26,26 @@ DEFAULT_MODEL = Path(__file__).resolve().parents[2] / "data" / "models" / "minil
 REBUILD_DEFAULT = "glauber-mlm build-data && glauber-mlm train-model"
 ROBERTA_LIKE = {"roberta", "xlm-roberta", "camembert", "roberta-prelayernorm", "xlm-roberta-xl", "xmod"}
 UNUSED = re.compile(r"^(\[unused\d+\]|<unused\d+>|madeupword\d+)$")
+FORWARD_DTYPE_ENV, FORWARD_DTYPES = "GLAUBER_MLM_FORWARD_DTYPE", ("float32", "bfloat16")
 KNEE_LENGTH, KNEE_ROWS = 16, 64  # the forwards that measure `speculation_knee`
 BUFFER_KEYS = re.compile(r"(^|\.)(position_ids|token_type_ids)$")  # buffers, not weights: never "missing"
 
 
 def default_device() -> torch.device:
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def default_dtype(device: torch.device) -> torch.dtype:
+    """The forward dtype of `load_mlm(dtype=None)`: bf16 where `device` runs it natively, else fp32; the environment
+    variable GLAUBER_MLM_FORWARD_DTYPE (float32 | bfloat16, set by `glauber-mlm book --dtype`) overrides it, e.g. to
+    rebuild an fp32 book on a machine with native bf16 (the two give different numbers)."""
+    forced = os.environ.get(FORWARD_DTYPE_ENV)
+    if not forced:
+        return torch.bfloat16 if fast_bf16(device) else torch.float32
+    if forced not in FORWARD_DTYPES:
+        raise ValueError(f"{FORWARD_DTYPE_ENV}={forced!r}: use one of {', '.join(FORWARD_DTYPES)}, or unset it for the "
+                         "device's default.")
+    return getattr(torch, forced)
 
 
 def fast_bf16(device: torch.device) -> bool:
@@ -359,8 +374,8 @@ def load_mlm(
 
     Weights load in fp32 from safetensors only (pickle needs `allow_pickle=True`); remote code runs
     only with `trust_remote_code=True`. `device`: default cuda when present, else cpu. `dtype`: the
-    forward dtype used for sampling; default bf16 where the hardware runs it natively, else fp32.
-    Softmax and sampling always run in fp32; rectangle and influence estimates ask for fp32 forwards.
+    forward dtype used for sampling; default `default_dtype(device)`: bf16 where the hardware runs it natively, else fp32.
+    Softmax and sampling run in float64; rectangle and influence estimates ask for fp32 forwards.
     Low-precision forwards use a cached copy of the Linear weights in that dtype (see `MLMAdapter.weights_for`).
     `attn_implementation`: "sdpa" (default, falls back to the family's default where unsupported) or "eager".
 
@@ -431,7 +446,7 @@ def load_mlm(
         )
     model.eval().to(device)
     if dtype is None:
-        dtype = torch.bfloat16 if fast_bf16(device) else torch.float32
+        dtype = default_dtype(device)
     mlm = MLMAdapter(model, tokenizer, device, dtype, name=str(name_or_path or DEFAULT_MODEL.name))
     mlm.dtype = _working_dtype(mlm, dtype)
     return mlm

@@ -146,10 +146,11 @@ class Run:
         return [float(t) for t in v]
 
     def forward_dtype(self) -> str:
-        """The chains' forward dtype under `load_mlm`'s default: bfloat16 where the device runs it natively, else float32."""
-        from .hf import fast_bf16
+        """The chains' forward dtype under `load_mlm`'s default (`hf.default_dtype`): bfloat16 where the device runs it
+        natively, else float32, unless GLAUBER_MLM_FORWARD_DTYPE says otherwise."""
+        from .hf import default_dtype
 
-        return "bfloat16" if fast_bf16(torch.device(self.device)) else "float32"
+        return str(default_dtype(torch.device(self.device))).removeprefix("torch.")
 
     def provenance(self) -> dict:
         return {

@@ -1,13 +1,14 @@
 """The execution cache: re-execute a notebook only when something its results depend on has changed.
 
-The key of a run is the SHA-256 of six inputs, each hashed on its own so that a stale page can say why:
+The key of a run is the SHA-256 of seven inputs, each hashed on its own so that a stale page can say why:
 - `notebook`: the notebook's Jupytext source;
 - `parameters`: the parameters it is run with (profile and overrides, after `resolve_parameters`);
 - `library`: the source of `glauber_mlm` (every module but the `book` commands themselves);
 - `data`: `data/MANIFEST.json`, which holds the checksums of the embedded data and the embedded model;
 - `models`: for each model given as a local folder, its config and weights; a hub name counts as itself;
 - `upstream`: the run ids of the published notebooks whose tables it reads (`UPSTREAM`), so that a page
-  re-executes when the run it read from was replaced.
+  re-executes when the run it read from was replaced;
+- `forward_dtype`: the chains' forward dtype on this machine (bf16 where native, else fp32; `book --dtype`).
 `run_notebook` stamps the key into the executed notebook; `glauber-mlm book` reuses a published page whose
 stamp equals the key it would run with, and re-executes the others (all of them with `--force`).
 """
@@ -83,7 +84,19 @@ def inputs(src: Path, params: dict, results: Path) -> dict[str, str]:
         "data": _sha(MANIFEST.read_bytes()) if MANIFEST.is_file() else "none",
         "models": models_digest(params),
         "upstream": upstream_digest(Path(src).stem, results),
+        "forward_dtype": _sha(forward_dtype(params).encode()),
     }
+
+
+def forward_dtype(params: dict) -> str:
+    """The chains' forward dtype this run will use (`hf.default_dtype` on its device): bf16 and fp32 runs give
+    different numbers, so a page built in one is stale in the other."""
+    import torch
+
+    from ..hf import default_device, default_dtype
+
+    device = torch.device(params["device"]) if params.get("device") else default_device()
+    return str(default_dtype(device)).removeprefix("torch.")
 
 
 def key(parts: dict[str, str]) -> str:

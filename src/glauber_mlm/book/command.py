@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import argparse
 import functools
+import os
 import sys
 import time
 from pathlib import Path
 
+from ..hf import FORWARD_DTYPE_ENV, FORWARD_DTYPES
 from .errors import BookError
 from . import cache, fanout
 from .execute import prepare_parameters, run_notebook
@@ -56,6 +58,9 @@ def _parser(command: str) -> argparse.ArgumentParser:
     p.add_argument("--scale", type=float, metavar="S",
                    help="a dry run: every notebook's budgets (steps, pairs, chains, contexts …, its BUDGETS) times S, "
                         "0 < S ≤ 1, rounded up; all else as in the profile; its pages say 'dry run at scale S' [1]")
+    p.add_argument("--dtype", choices=FORWARD_DTYPES,
+                   help="the chains' forward dtype in every notebook [bf16 where the device runs it natively, else fp32]; "
+                        "float32 on a machine with native bf16 rebuilds an fp32 book")
     p.add_argument("--root", type=Path, help="where book/notebooks and _build go [the repository]")
     p.add_argument("--notebooks", type=Path, default=None, help=f"where the notebooks' .py files are [{NOTEBOOKS}]")
     return p
@@ -233,11 +238,19 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     command = argv[0]
     args = (_verify_parser() if command == "verify" else _parser(command)).parse_args(argv[1:])
+    forced, before = getattr(args, "dtype", None), os.environ.get(FORWARD_DTYPE_ENV)
+    if forced:  # the kernels inherit it; the cache keys on it (`cache.inputs`)
+        os.environ[FORWARD_DTYPE_ENV] = forced
     try:
         return COMMANDS[command](args)
     except BookError as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
+    finally:
+        if forced and before is None:
+            os.environ.pop(FORWARD_DTYPE_ENV, None)
+        elif forced:
+            os.environ[FORWARD_DTYPE_ENV] = before
 
 
 if __name__ == "__main__":
