@@ -3,8 +3,9 @@
 For each cell (chains B × tokens n, temperature τ, forward dtype) it times `glauber` on the embedded model from
 the same real passages and seeds, in the working tree and in the baseline commit (its `src/` exported with
 `git archive`), alternating the two in fresh processes `--reps` times, and prints the median ms per step of
-each and their ratio (baseline / now: > 1 is a speed-up). Alternating in one run makes the ratio hold on a
-loaded machine, where absolute times do not.
+each and their ratio (baseline / now: > 1 is a speed-up), into `--out` (CSV) and the same table in Markdown beside
+it (pasted into book/performance.md). Alternating in one run makes the ratio hold on a loaded machine, where
+absolute times do not.
 
     .venv/bin/python benchmarks/compare.py --baseline 169ac73             # the small-batch cells
     .venv/bin/python benchmarks/compare.py --baseline HEAD~3 --cells 64x32 --taus 1.0 --reps 5
@@ -91,6 +92,7 @@ def main(argv=None) -> pd.DataFrame:
     table = pd.DataFrame(rows)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     table.to_csv(args.out, index=False)
+    args.out.with_suffix(".md").write_text(table.to_markdown(index=False, floatfmt=".2f") + "\n")
     print(f"baseline {args.baseline} against the working tree; medians of {args.reps} alternating runs of "
           f"{args.steps} steps, {args.threads} threads")
     print(table.to_string(index=False, float_format=lambda v: f"{v:.2f}"))

@@ -54,6 +54,7 @@ passages = None        # "embedded" | "ms_marco": contexts for the MLM's rectang
 rect_length = None     # tokens per MLM context
 influence_sites = None  # Ising chain length for the influence check (all 2^n contexts are enumerated)
 influence_temperatures = None
+scale = 1.0            # < 1: a dry run, the profile's BUDGETS × scale (rounded up); its pages say so
 output_dir = None
 
 # %%
@@ -87,7 +88,11 @@ PROFILES = {
                   rectangles=1000, passages="ms_marco", rect_length=32, influence_sites=8,
                   influence_temperatures=[0.25, 0.5, 1.0, 2.0, 4.0]),
 }
-run = Run("00_exact_models", profile, PROFILES, output_dir, model=model, device=device, seed=seed, coupling=coupling,
+# what `scale` (a dry run) multiplies, each with its least value: the least the checks below accept, and 2
+# where intervals bootstrap over the units; temperatures, lengths, grids and thresholds are never scaled
+BUDGETS = dict(chains=2, sweeps=4, pairs=2, budget=1, rectangles=2)
+run = Run("00_exact_models", profile, PROFILES, output_dir, scale=scale, budgets=BUDGETS,
+          model=model, device=device, seed=seed, coupling=coupling,
           law_sites=law_sites, law_states=law_states, law_temperature=law_temperature, chains=chains, sweeps=sweeps,
           temperatures=temperatures, lengths=lengths, pairs=pairs, budget=budget, low_temperatures=low_temperatures,
           low_length=low_length, rectangles=rectangles, passages=passages, rect_length=rect_length,
@@ -286,6 +291,7 @@ slow_table
 fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 4))
 hi_rows = ising_coupling[ising_coupling.regime == "high"]
 for k, (tau, sub) in enumerate(hi_rows.groupby("temperature")):
+    sub = sub[np.isfinite(sub.median_time)]  # a censored median (half the pairs or more unmet) has no point to draw
     nl = sub.length * np.log(sub.length)
     interval_errorbar(a1, sub.length, sub.median_time / nl, sub.ci_low / nl, sub.ci_high / nl,
                       marker="o", capsize=3, color=f"C{k}", label=f"τ = {tau:g}: median T/(n log n)")
@@ -295,7 +301,8 @@ a1.set_xticks(ns, [str(n) for n in ns])
 a1.set_ylim(bottom=0)
 a1.legend(fontsize=7)
 x = J / lo_rows.temperature
-interval_errorbar(a2, x, lo_rows.median_time, lo_rows.ci_low, lo_rows.ci_high,
+drawn = np.isfinite(lo_rows.median_time)
+interval_errorbar(a2, x[drawn], lo_rows.median_time[drawn], lo_rows.ci_low[drawn], lo_rows.ci_high[drawn],
                   marker="o", capsize=3, ls="none", label=f"median T, n = {n_low}, from 00…0 vs 11…1")
 xs = np.linspace(x.min(), x.max(), 50)
 a2.plot(xs, np.exp(slow["intercept"] + slow["slope"] * xs), "k--",
@@ -476,7 +483,10 @@ run.save_figure(fig, "influence_calibration")
 # %%
 LEVEL = 0.05  # the significance level of every check on this page
 closed = influence_cal[influence_cal.truth_source == "closed form"]
-best_law = scaling.loc[scaling.groupby("temperature").r2_log.idxmax()].set_index("temperature").law
+# a temperature with a censored median at some length has no fit (R² is nan): it names no best law
+fitted = scaling.dropna(subset=["r2_log"])
+best_law = (fitted.loc[fitted.groupby("temperature").r2_log.idxmax()].set_index("temperature").law
+            .reindex(sorted(set(high_taus)), fill_value="none (a censored median: raise the budget)"))
 slow_fit = slow_table.iloc[0]
 compatible = rect_cal[rect_cal.closed_form == "ρ = 0"]
 run.conclude(
@@ -499,7 +509,8 @@ run.conclude(
             bool((stationary.p_value >= LEVEL).all()),
         f"the control law at 1.25 τ is rejected (p < {LEVEL}) for both scans":
             bool((stationary.p_value_wrong_law < LEVEL).all()),
-        "n log n has the best R² of the fixed laws at every high temperature": bool((best_law == "n log n").all()),
+        "n log n has the best R² of the fixed laws at every high temperature":
+            bool((best_law == "n log n").all()) if fitted.temperature.nunique() == best_law.size else None,
         "the slow-down rate b has a 95% interval meeting [1, 2] (end-site to bulk barrier)":
             bool(slow_fit.slope_low <= 2 and slow_fit.slope_high >= 1),
         "the incompatible toy matches its closed form within the tolerance; no compatible rectangle exceeds it":

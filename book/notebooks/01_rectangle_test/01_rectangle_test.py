@@ -20,8 +20,9 @@
 # conditional ratios; any joint law gives ρ = 0 exactly, so |ρ| above float noise proves incompatibility.
 # This notebook measures ρ on many random rectangles drawn from real passages, sets the tolerance from the
 # float noise of a model that *is* compatible, reports the certified fraction with a confidence interval,
-# follows ρ across temperature (ρ_τ = ρ_1/τ), and relates |ρ| to the token-level influence between the
-# two sites (paper Figs 5 and 6).
+# follows ρ across temperature (ρ_τ = ρ_1/τ), relates |ρ| to the token-level influence between the
+# two sites (paper Figs 5 and 6), and compares the certificate with a second measure that looks at all top-k
+# candidates of a pair of sites at once.
 
 # %% [markdown]
 # :::{admonition} The result of this build
@@ -45,13 +46,19 @@ top_k = None           # tokens a, a' (b, b') are drawn from the top-k of the co
 temperatures = None    # temperatures for the certified fraction against τ
 safety = None          # the tolerance is safety times the noise measured on |ρ| (see below)
 practical = None       # a second threshold on |ρ_τ|: the probability ratio R off by a factor e^practical
+compat_k = None        # candidates per site for the Arnold–Press residual (top-k of the conditional at the context)
+compat_pairs = None    # rectangle pairs (context, i, j) on which the residual is computed, spread over the contexts
+scale = 1.0            # < 1: a dry run, the profile's BUDGETS × scale (rounded up); its pages say so
 output_dir = None
 
 # %%
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+import seaborn as sns
 import torch
+from IPython.display import Markdown
+from myst_nb import glue
 from scipy.stats import spearmanr
 
 import glauber_mlm as gm
@@ -64,20 +71,27 @@ from glauber_mlm.stats import bootstrap_ci, proportion_ci
 PAPER_MODELS = ["bert-base-uncased", "roberta-base", "distilbert-base-uncased", "answerdotai/ModernBERT-base"]
 PROFILES = {
     "smoke": dict(models=[None], device=None, seed=0, passages="embedded", length=10, contexts=12, per_passage=3,
-                  top_k=10, temperatures=[0.5, 1.0, 2.0, 4.0], safety=10.0, practical=0.1),
+                  top_k=10, temperatures=[0.5, 1.0, 2.0, 4.0], safety=10.0, practical=0.1, compat_k=4, compat_pairs=36),
     "cpu":   dict(models=[None], device=None, seed=0, passages="embedded", length=24, contexts=350, per_passage=8,
-                  top_k=10, temperatures=[0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0], safety=10.0, practical=0.1),
+                  top_k=10, temperatures=[0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0], safety=10.0, practical=0.1,
+                  compat_k=5, compat_pairs=240),
     "paper": dict(models=PAPER_MODELS, device=None, seed=0, passages="ms_marco", length=32, contexts=500, per_passage=4,
-                  top_k=10, temperatures=[0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0], safety=10.0, practical=0.1),
+                  top_k=10, temperatures=[0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0], safety=10.0, practical=0.1,
+                  compat_k=10, compat_pairs=2000),
 }
-run = Run("01_rectangle_test", profile, PROFILES, output_dir, models=models, device=device, seed=seed,
+# what `scale` (a dry run) multiplies, each with its least value: the least the checks below accept, and 2
+# where intervals bootstrap over the units; temperatures, lengths, grids and thresholds are never scaled
+BUDGETS = dict(contexts=2, per_passage=1, compat_pairs=2)
+run = Run("01_rectangle_test", profile, PROFILES, output_dir, scale=scale, budgets=BUDGETS,
+          models=models, device=device, seed=seed,
           passages=passages, length=length, contexts=contexts, per_passage=per_passage, top_k=top_k,
-          temperatures=temperatures, safety=safety, practical=practical)
+          temperatures=temperatures, safety=safety, practical=practical, compat_k=compat_k, compat_pairs=compat_pairs)
 names = [run["models"]] if isinstance(run["models"], str) else run["models"]
 if not names:
     raise ValueError(f"models must be a non-empty list of model names or folders (None: the embedded model), got {names!r}.")
-for key, low in (("contexts", 1), ("per_passage", 1), ("top_k", 2), ("length", 2)):
+for key, low in (("contexts", 1), ("per_passage", 1), ("top_k", 2), ("length", 2), ("compat_pairs", 1)):
     run.integer(key, low)
+run.integer("compat_k", 2, 64)  # the compatible exact model that measures the float noise has 64 states
 temps = run.temperatures("temperatures")
 if not run["safety"] >= 1 or not run["practical"] > 0:
     raise ValueError(f"need safety ≥ 1 and practical > 0, got safety={run['safety']!r}, practical={run['practical']!r}.")
@@ -106,7 +120,7 @@ run.show()
 
 # %%
 R = run["contexts"] * run["per_passage"]
-noise_rows, compat_rho = [], {}
+noise_rows, compat_rho, compat_exact = [], {}, {}
 for mlm in mlms:
     ctx = starts[mlm.name]
     probe_sites = torch.arange(min(64, len(ctx))) % ctx.shape[1]
@@ -116,6 +130,7 @@ for mlm in mlms:
     compat_ctx = torch.randint(64, (run["contexts"], run["length"]), generator=torch.Generator().manual_seed(run["seed"]))
     compat_rects = gm.random_rectangles(compat, compat_ctx, run["per_passage"], top_k=run["top_k"], seed=run["seed"])
     compat_rho[mlm.name] = gm.rectangle_test(compat, compat_rects).rho.abs().numpy()
+    compat_exact[mlm.name] = compat, compat_rects  # the second measure's noise is measured on them too
     noise_rows.append(dict(model=mlm.name, logit_std=logit_std, compatible_max_abs_rho=compat_rho[mlm.name].max(),
                            compatible_rectangles=len(compat_rho[mlm.name])))
 noise = pd.DataFrame(noise_rows)
@@ -130,9 +145,10 @@ noise
 # the two sites, ½[TV(q_i(·|b), q_i(·|b')) + TV(q_j(·|a), q_j(·|a'))], from the same four conditionals.
 
 # %%
-tables, summaries = [], []
+tables, summaries, rect_sets = [], [], {}
 for mlm, noise_row in zip(mlms, noise_rows):
     rects = gm.random_rectangles(mlm, starts[mlm.name], run["per_passage"], top_k=run["top_k"], seed=run["seed"])
+    rect_sets[mlm.name] = rects
     res = gm.rectangle_test(mlm, rects, chunk=128)
     # the fp32 forward's own rounding: the first rectangles again through a float64 copy of the network
     m = min(64, R)
@@ -294,6 +310,110 @@ correlation
 # incompatibility. Weakly interacting sites are nearly compatible, which is the regime the high-temperature
 # theorem needs.
 
+# %% [markdown]
+# ## A second measure: the Arnold–Press residual on top-k candidates
+#
+# A rectangle looks at two tokens per site. Arnold & Press's least-squares measure, which Torroba Hennigen &
+# Kim apply to MLMs ([references](../references.md)), looks at all k candidates of a pair of sites at once. Take A and B, the top-k tokens of
+# the conditionals at i and at j in the context itself, and the k × k matrices
+# $P[a,b] = q_i(a \mid x_j{=}b, z)$ renormalised over A and $Q[a,b] = q_j(b \mid x_i{=}a, z)$ renormalised over B.
+# A joint law on A × B has these conditionals if and only if $D = \log P - \log Q$ is a sum $u(a) + v(b)$; the
+# statistic is the root-mean-square residual of the least-squares fit of $u(a) + v(b)$ to D (a two-way
+# analysis of variance: D less its row and column means, plus its grand mean), zero exactly when the pair is
+# compatible on A × B. It scales as 1/τ, like ρ. Every rectangle inside A × B has ρ equal to minus a double
+# difference of D, and over all of them $\mathrm{rms} = \frac{k-1}{2k}\sqrt{\operatorname{mean}\rho^2}$ (for
+# $k = 2$, one rectangle: $\mathrm{rms} = |\rho|/4$), so the two measures are related but not the same: the
+# residual averages over every rectangle of the candidate sets, the certificate reads one.
+#
+# We compute it on `compat_pairs` of the rectangles' (context, i, j), spread evenly over the contexts, with
+# k = `compat_k` candidates per site (`gm.top_k_candidates`, `gm.compatibility_test`, one batch of 2k
+# conditionals per pair). Its tolerance is set as ρ's was: `safety` times the larger of its largest value on
+# the compatible exact model and its change between the fp32 forward and a float64 copy of the network on
+# the first pairs. A pair is *flagged* by a measure when the measure is above its own tolerance.
+# **Rule, fixed before the run:** the two measures agree when, for every model, the residual flags at least
+# nine in ten of the pairs whose rectangle is certified. We also report the Spearman rank correlation between
+# |ρ| and the residual with a bootstrap 95% interval over pairs, and the share of pairs each measure flags.
+
+# %%
+n_pairs = min(run["compat_pairs"], R)
+chosen = torch.arange(n_pairs) * R // n_pairs  # evenly spread over the contexts
+
+
+def candidates(model, rects):
+    """The top-`compat_k` candidate sets at the chosen rectangles' (context, i, j)."""
+    return gm.top_k_candidates(model, rects.contexts[chosen], rects.i[chosen], rects.j[chosen], k=run["compat_k"])
+
+
+compat_tables, compat_summaries = [], []
+for mlm in mlms:
+    table = rectangles[rectangles.model == mlm.name].reset_index(drop=True)
+    pairs = candidates(mlm, rect_sets[mlm.name])
+    rms = gm.compatibility_test(mlm, pairs).rms
+    compat, compat_rects = compat_exact[mlm.name]
+    compat_max_rms = gm.compatibility_test(compat, candidates(compat, compat_rects)).rms.max().item()
+    m = min(16, n_pairs)
+    sub = gm.CandidatePairs(*(getattr(pairs, f)[:m] for f in ("contexts", "i", "j", "A", "B")))
+    forward_noise = (gm.compatibility_test(float64_twin(mlm), sub).rms - rms[:m]).abs().max().item()
+    tol = run["safety"] * max(compat_max_rms, forward_noise)
+    t = table.loc[chosen.numpy(), ["model", "i", "j", "abs_rho", "certified"]].reset_index(drop=True)
+    t["rms"], t["flagged"] = rms.numpy(), rms.numpy() > tol
+    compat_tables.append(t)
+    x, y = t.abs_rho.to_numpy(), t.rms.to_numpy()
+    r, low, high = bootstrap_ci(np.arange(len(t)), lambda idx: spearmanr(x[idx.astype(int)], y[idx.astype(int)])[0],
+                                n_boot=500, seed=run["seed"])
+    compat_summaries.append(dict(
+        model=mlm.name, pairs=len(t), k=run["compat_k"], tolerance=tol, compatible_max_rms=compat_max_rms,
+        forward_noise=forward_noise, median_rms=t.rms.median(), spearman=r, ci_low=low, ci_high=high,
+        both=(t.certified & t.flagged).mean(), rectangle_only=(t.certified & ~t.flagged).mean(),
+        residual_only=(~t.certified & t.flagged).mean(), neither=(~t.certified & ~t.flagged).mean(),
+        flagged_given_certified=t.flagged[t.certified].mean() if t.certified.any() else np.nan))
+compat_pairs_table = run.save_table(pd.concat(compat_tables, ignore_index=True), "compatibility")
+compat_summary = run.save_table(pd.DataFrame(compat_summaries), "compatibility_summary")
+
+fig, axes = plt.subplots(1, len(mlms), figsize=(6 * len(mlms), 4), squeeze=False)
+flagged_by = {(True, True): "both", (True, False): "rectangle only", (False, True): "residual only", (False, False): "neither"}
+for ax, row in zip(axes[0], compat_summaries):
+    t = compat_pairs_table[compat_pairs_table.model == row["model"]]
+    shown = pd.DataFrame({"|ρ|": np.maximum(t.abs_rho, floor), "residual RMS": np.maximum(t.rms, floor),
+                          "flagged by": [flagged_by[c, f] for c, f in zip(t.certified, t.flagged)]})
+    sns.scatterplot(data=shown, x="|ρ|", y="residual RMS", hue="flagged by", hue_order=list(flagged_by.values()),
+                    s=18, alpha=0.7, ax=ax)
+    ax.axvline(summary.set_index("model").tolerance[row["model"]], color="black", ls="--", lw=1, label="tolerance of ρ")
+    ax.axhline(row["tolerance"], color="black", ls=":", lw=1, label="tolerance of the residual")
+    ax.set(xscale="log", yscale="log", title=f"{row['model']}: k = {row['k']}, Spearman {row['spearman']:+.2f}")
+    ax.legend(fontsize=8)
+fig.tight_layout()
+run.save_figure(fig, "residual_against_rho")
+
+glue("compat_agreement", Markdown("\n".join(
+    f"- **{r.model}** ({r.pairs} pairs, k = {r.k}): Spearman correlation of the residual RMS with |ρ| "
+    f"{r.spearman:+.2f} [{r.ci_low:+.2f}, {r.ci_high:+.2f}]; flagged by both measures {r.both:.1%} of the pairs, "
+    f"by the rectangle only {r.rectangle_only:.1%}, by the residual only {r.residual_only:.1%}, by neither "
+    f"{r.neither:.1%}; the residual flags {r.flagged_given_certified:.1%} of the pairs whose rectangle is certified."
+    for r in compat_summary.itertuples())), display=False)
+compat_summary
+
+# %% [markdown]
+# :::{glue:figure} fig:residual_against_rho
+# :name: fig-01-residual-against-rho
+# :alt: Log–log scatter of the Arnold–Press residual RMS against the rectangle's |ρ| for the same pairs, coloured by which measure flags each pair, with both tolerances as lines.
+#
+# **The two incompatibility measures on the same pairs of sites.** Each dot is one (context, i, j): the rectangle's |ρ| against the Arnold–Press residual RMS over the top-k candidates; colour says which measure is above its tolerance (dashed: ρ's, dotted: the residual's).
+# :::
+
+# %% [markdown]
+# **How far the two measures agree.** Per model, from the table above:
+#
+# ```{glue:md} compat_agreement
+# :format: myst
+# ```
+#
+# A positive rank correlation means the pairs of sites with a large rectangle violation also have large
+# violations over the whole candidate set; pairs flagged by one measure only show where they part: the
+# rectangle reads two tokens per site, drawn from the top-`top_k`, while the residual averages over the
+# top-`compat_k` of each, so a single large rectangle can be diluted by many near-compatible ones, and a
+# residual can be large while the one rectangle drawn happens to be small.
+
 # %%
 identity = by_temperature.groupby("model").identity_error.max()
 tolerance = summary.set_index("model").tolerance
@@ -309,6 +429,10 @@ run.conclude(
         **{f"{r.model}: Spearman(|ρ|, influence)": f"{r.spearman:+.2f} [{r.ci_low:+.2f}, {r.ci_high:+.2f}]"
            for r in correlation.itertuples()},
         "largest |ρ_τ·τ − ρ_1| over the temperatures": f"{identity.max():.1e}",
+        **{f"{r.model}: Spearman(|ρ|, Arnold–Press residual, k = {r.k})": f"{r.spearman:+.2f} [{r.ci_low:+.2f}, "
+           f"{r.ci_high:+.2f}] over {r.pairs} pairs" for r in compat_summary.itertuples()},
+        **{f"{r.model}: pairs with a certified rectangle that the residual flags": f"{r.flagged_given_certified:.1%}"
+           for r in compat_summary.itertuples()},
     },
     checks={
         "the certified fraction's 95% lower bound exceeds one half for every model":
@@ -317,6 +441,9 @@ run.conclude(
             bool((identity <= tolerance.reindex(identity.index)).all()),
         "the Spearman correlation of |ρ| with influence has a 95% interval above zero for every model":
             bool((correlation.ci_low > 0).all()),
+        "the Arnold–Press residual flags at least nine in ten of the pairs whose rectangle is certified, for every model":
+            None if compat_summary.flagged_given_certified.isna().any()
+            else bool((compat_summary.flagged_given_certified >= 0.9).all()),
     })
 
 # %%

@@ -47,6 +47,7 @@ scaling_temperatures = None  # the scaling study: temperatures above the slow-to
 scaling_lengths = None       # … its lengths (at least two; a wide range separates n log n from its neighbours)
 scaling_pairs = None         # … passage pairs per (τ, n) cell
 scaling_budget = None        # … coupling steps before a pair counts as censored
+scale = 1.0            # < 1: a dry run, the profile's BUDGETS × scale (rounded up); its pages say so
 output_dir = None
 
 # %%
@@ -59,7 +60,7 @@ from matplotlib.colors import LogNorm
 import glauber_mlm as gm
 from glauber_mlm.notebook import Run
 from glauber_mlm.passages import load_passages, passage_pairs
-from glauber_mlm.plots import interval_errorbar
+from glauber_mlm.plots import interactive_heatmap, interval_errorbar
 from glauber_mlm.stats import (censored_median, censored_median_ci, fit_exponent_ci, fit_scaling_ci, judge_laws,
                                law_exponent, law_function, ratio_trend, slow_to_fast_boundary, tell_apart)
 
@@ -76,7 +77,11 @@ PROFILES = {
                   scaling_temperatures=[2.0, 2.5, 3.0], scaling_lengths=[16, 32, 64, 128], scaling_pairs=40,
                   scaling_budget=40_000),
 }
-run = Run("02_high_temperature_mixing", profile, PROFILES, output_dir, model=model, device=device, seed=seed, seeds=seeds,
+# what `scale` (a dry run) multiplies, each with its least value: the least the checks below accept, and 2
+# where intervals bootstrap over the units; temperatures, lengths, grids and thresholds are never scaled
+BUDGETS = dict(seeds=1, pairs=2, budget=1, scaling_pairs=2, scaling_budget=1)
+run = Run("02_high_temperature_mixing", profile, PROFILES, output_dir, scale=scale, budgets=BUDGETS,
+          model=model, device=device, seed=seed, seeds=seeds,
           temperatures=temperatures, lengths=lengths, pairs=pairs, budget=budget, passages=passages,
           scaling_temperatures=scaling_temperatures, scaling_lengths=scaling_lengths, scaling_pairs=scaling_pairs,
           scaling_budget=scaling_budget)
@@ -174,6 +179,14 @@ run.save_figure(fig, "phase_diagram")
 #
 # **The phase diagram of coupling times.** Each cell is one temperature and length: its median coupling step (colour and number; black: no pair met, dark grey: fewer than half met within the budget).
 # :::
+
+# %% [markdown]
+# The same diagram to explore: hover a cell for its median coupling step, the fraction of pairs that met, the
+# number of pairs and the budget (colour: log₁₀ of the median; blank cells had no finite median).
+
+# %%
+interactive_heatmap(phase, "temperature", "length", "median_time", ["median_time", "met_fraction", "pairs", "budget"],
+                    f"median coupling step, {mlm.name}, budget {run['budget']}")
 
 # %% [markdown]
 # **What {numref}`fig-02-phase-diagram` shows.** Each cell is one (τ, n): its median coupling step (colour and number) and the
@@ -292,9 +305,9 @@ for tau in scaling_taus:
     n_, med, low, high = map(np.array, zip(*rows))
     if not np.isfinite(med).all():
         continue
-    scale = n_ * np.log(n_)
+    nlogn = n_ * np.log(n_)
     high = np.minimum(high, 11 * med)  # an infinite upper end (censored resamples) drawn as a long bar
-    interval_errorbar(axes[0], n_, med / scale, low / scale, high / scale, marker="o", capsize=3, label=f"τ = {tau:g}")
+    interval_errorbar(axes[0], n_, med / nlogn, low / nlogn, high / nlogn, marker="o", capsize=3, label=f"τ = {tau:g}")
     bars = interval_errorbar(axes[1], n_, med, low, high, marker="o", ls="none", capsize=3, label=f"τ = {tau:g}")
     fits = scaling[scaling.temperature == tau].set_index("law")
     free = exponent[exponent.temperature == tau].iloc[0]

@@ -62,6 +62,7 @@ temperatures = None    # the temperature grid of the escape-fraction experiment 
 chains = None          # chains per temperature for the escape fraction (spread over the starting passages)
 reach_steps = None     # steps of each escape-fraction chain
 umap = None            # also draw the UMAP map (slow to compile on first use)
+scale = 1.0            # < 1: a dry run, the profile's BUDGETS × scale (rounded up); its pages say so
 output_dir = None
 
 # %%
@@ -86,14 +87,18 @@ PROFILES = {
                   seeds=1, steps=60, record_every=4, min_dwell=12, calibration_passages=16,
                   temperatures=[0.1, 1.0], chains=4, reach_steps=30, umap=False, **RULES),
     "cpu":   dict(model=None, embedder=None, device=None, seed=0, passages="embedded", starts=[0, 1, 2], length=24,
-                  seeds=1, steps=2000, record_every=10, min_dwell=100, calibration_passages=64,
+                  seeds=2, steps=2000, record_every=10, min_dwell=100, calibration_passages=64,
                   temperatures=[0.05, 0.1, 0.25, 0.5, 1.0, 2.0], chains=12, reach_steps=500, umap=True, **RULES),
     "paper": dict(model="bert-base-uncased", embedder=None, device=None, seed=0, passages="ms_marco",
                   starts=[0, 1, 2, 3, 4], length=32, seeds=2, steps=10_000, record_every=10, min_dwell=100,
                   calibration_passages=256, temperatures=[0.1, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0], chains=100,
                   reach_steps=10_000, umap=True, **RULES),
 }
-run = Run("03_metastability_traps", profile, PROFILES, output_dir, model=model, embedder=embedder, device=device,
+# what `scale` (a dry run) multiplies, each with its least value: the least the checks below accept, and 2
+# where intervals bootstrap over the units; temperatures, lengths, grids and thresholds are never scaled
+BUDGETS = dict(seeds=1, steps=20, calibration_passages=4, chains=2, reach_steps=20)
+run = Run("03_metastability_traps", profile, PROFILES, output_dir, scale=scale, budgets=BUDGETS,
+          model=model, embedder=embedder, device=device,
           seed=seed, passages=passages, starts=starts, length=length, temperature=temperature,
           control_temperature=control_temperature, seeds=seeds, steps=steps, record_every=record_every,
           min_dwell=min_dwell, radius_quantile=radius_quantile, radius_quantiles=radius_quantiles,

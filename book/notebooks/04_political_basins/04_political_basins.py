@@ -52,6 +52,7 @@ method = None          # "logistic" (regression on the embedding) | "centroid" (
 threshold = None       # the political region: P(political) ≥ threshold
 test_fraction = None   # share of labelled documents held out to measure the score's accuracy
 base_passages = None   # starting passages scored for the static base rate (None: every passage long enough)
+scale = 1.0            # < 1: a dry run, the profile's BUDGETS × scale (rounded up); its pages say so
 output_dir = None
 
 # %%
@@ -82,7 +83,11 @@ PROFILES = {
                   record_every=10, score_texts=None, method="logistic", threshold=0.5, test_fraction=0.25,
                   base_passages=None),
 }
-run = Run("04_political_basins", profile, PROFILES, output_dir, model=model, embedder=embedder, device=device,
+# what `scale` (a dry run) multiplies, each with its least value: the least the checks below accept, and 2
+# where intervals bootstrap over the units; temperatures, lengths, grids and thresholds are never scaled
+BUDGETS = dict(starts=2, seeds=1, steps=20)
+run = Run("04_political_basins", profile, PROFILES, output_dir, scale=scale, budgets=BUDGETS,
+          model=model, embedder=embedder, device=device,
           seed=seed, passages=passages, length=length, starts=starts, seeds=seeds, temperatures=temperatures,
           steps=steps, record_every=record_every, score_texts=score_texts, method=method, threshold=threshold,
           test_fraction=test_fraction, base_passages=base_passages)

@@ -60,6 +60,7 @@ phase_temperatures = None  # only used when notebook 02's phase diagram is absen
 phase_lengths = None
 pairs = None
 budget = None
+scale = 1.0            # < 1: a dry run, the profile's BUDGETS × scale (rounded up); its pages say so
 output_dir = None
 
 # %%
@@ -99,7 +100,11 @@ PROFILES = {
                   record_every=100, dwell_states=2000, phase_temperatures=[0.5, 1.0, 1.5, 2.0, 3.0], phase_lengths=[8, 16, 32, 64],
                   pairs=20, budget=10_000),
 }
-run = Run("05_influence_and_margin", profile, PROFILES, output_dir, model=model, device=device, seed=seed, seeds=seeds,
+# what `scale` (a dry run) multiplies, each with its least value: the least the checks below accept, and 2
+# where intervals bootstrap over the units; temperatures, lengths, grids and thresholds are never scaled
+BUDGETS = dict(seeds=1, contexts=2, replacements=1, chain_passages=1, steps=200, dwell_states=10, pairs=2, budget=1)
+run = Run("05_influence_and_margin", profile, PROFILES, output_dir, scale=scale, budgets=BUDGETS,
+          model=model, device=device, seed=seed, seeds=seeds,
           passages=passages, lengths=lengths, contexts=contexts, replacements=replacements, top_k=top_k,
           temperatures=temperatures, chain_temperatures=chain_temperatures, chain_length=chain_length,
           chain_passages=chain_passages, steps=steps, record_every=record_every, dwell_states=dwell_states,

@@ -1,0 +1,438 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Has my chain mixed? Diagnostics and an MH-corrected sampler
+#
+# **Claim.** There are two ways to ask whether a Glauber chain on an MLM has mixed, and they should agree.
+# The practitioner's way runs several chains from dispersed starts (different real passages) and compares
+# them through scalar summaries of the state with the rank-normalised split R̂ of Vehtari et al. (2021), the
+# default of ArviZ and Stan: R̂ near 1 says the chains are indistinguishable, R̂ above a threshold says they
+# still remember where they began. The theorist's way couples two chains and reads the distance to
+# stationarity off the coupling time T, d(t) ≤ P(T > t) (equation {eq}`eq-coupling-bound` of the theory
+# page, notebook 02). This notebook runs both on one model, one short length and a grid of temperatures that
+# spans slow (low τ) and fast (high τ) mixing, and asks whether R̂ flags the temperatures where coupled chains
+# fail to meet and clears those where they meet early.
+#
+# It then replaces Glauber by a Metropolis–Hastings chain (`gm.metropolis`) that keeps the MLM conditionals as
+# its proposal and corrects them towards a target that can be written down, π(x) ∝ exp(PLL(x)/τ) with the
+# pseudo-log-likelihood $\mathrm{PLL}(x) = \sum_i \log q_i^1(x_i \mid x_{-i})$. For a one-site proposal at
+# site i the acceptance ratio reduces to
+# $\log \alpha = \frac{1}{\tau} \sum_{j \ne i} \big[\log q_j^1(x_j \mid x'_{-j}) - \log q_j^1(x_j \mid x_{-j})\big]$:
+# the proposal is rejected when the new token makes the other sites' own tokens less likely, a quantity that
+# vanishes for a compatible model's joint and shrinks like 1/τ. What does the correction cost (rejections,
+# forward rows), and does it move the slow-to-fast boundary of the coupling times?
+#
+# **The rule, fixed before the run.** Chains run `steps` steps; the coupling budget is the same `steps`, so
+# both views judge the same horizon. R̂ reads the second half of each chain (the first half is warm-up). A
+# temperature is *slow* when more than half of its coupled pairs have not met by the budget, *fast* when every
+# pair met within the first half of it, and *between* otherwise (`gm.coupling_regime`). R̂ *flags* a
+# temperature when the largest R̂ over the summaries reaches the threshold. The two views **agree** at a
+# threshold when R̂ flags every slow temperature and no fast one. The threshold is ArviZ's (Vehtari et al.
+# recommend using a sample only when R̂ < 1.01); the laxer 1.05 is shown beside it. Either can fail: R̂ can
+# miss chains that coupling calls slow (coupling only bounds d(t) from above, so it can also be the coupling
+# that is slow), and R̂ can flag chains that have forgotten their starts when the run is too short to estimate
+# their means precisely. The MH claim is fixed too: its acceptance rate among proposals that change a token is
+# higher at the highest temperature of the grid than at the lowest (log α shrinks like 1/τ).
+
+# %% [markdown]
+# :::{admonition} The result of this build
+# :class: tip
+# :name: result-06
+# ```{glue:md} result
+# :format: myst
+# ```
+# :::
+
+# %% tags=["parameters"]
+profile = "cpu"        # smoke (tests, < 1 min) | cpu (embedded model, offline) | paper (GPU, hub models)
+model = None           # None: the profile's model; or a hub name / local folder
+device = None          # None: cuda when present, else cpu
+seed = None
+passages = None        # "embedded" (data/passages.jsonl) | "ms_marco" (needs the internet)
+length = None          # tokens per chain (one short length)
+temperatures = None    # from slow (low τ) to fast (high τ) mixing
+chains = None          # independent Glauber chains per temperature, each from its own real passage
+steps = None           # steps of every chain, and the coupling budget: both views judge the same horizon
+pll_every = None       # the PLL energy is read every this many steps (n forward rows per chain and reading)
+pairs = None           # coupled Glauber pairs per temperature, two independent passages each
+mh_chains = None       # MH chains per temperature (the first mh_chains of the Glauber starts)
+mh_pairs = None        # coupled MH pairs per temperature (the first mh_pairs of the Glauber pairs)
+scale = 1.0            # < 1: a dry run, the profile's BUDGETS × scale (rounded up); its pages say so
+output_dir = None
+
+# %%
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import torch
+from IPython.display import Markdown
+from myst_nb import glue
+
+import glauber_mlm as gm
+from glauber_mlm.diagnostics import ESS_MIN, RHAT_MAX
+from glauber_mlm.notebook import Run
+from glauber_mlm.passages import load_passages, passage_pairs, sample_passages
+from glauber_mlm.plots import interval_errorbar, temperature_axis
+from glauber_mlm.stats import bootstrap_ci, km_median, proportion_ci, slow_to_fast_boundary
+
+THRESHOLDS = (RHAT_MAX, 1.05)  # ArviZ's R̂ threshold (Vehtari et al. 2021) and a laxer one, for the sensitivity
+
+# cpu: sized to run in 3 minutes on one CPU thread (the MH pairs cost n rows per proposal that changes a token)
+PROFILES = {
+    "smoke": dict(model=None, device=None, seed=0, passages="embedded", length=4, temperatures=[0.25, 8.0], chains=4,
+                  steps=40, pll_every=4, pairs=2, mh_chains=2, mh_pairs=2),
+    "cpu":   dict(model=None, device=None, seed=0, passages="embedded", length=8, temperatures=[1.0, 1.5, 3.0],
+                  chains=8, steps=300, pll_every=8, pairs=8, mh_chains=4, mh_pairs=4),
+    "paper": dict(model="bert-base-uncased", device=None, seed=0, passages="ms_marco", length=16,
+                  temperatures=[0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 4.0], chains=16, steps=10_000, pll_every=16, pairs=40,
+                  mh_chains=16, mh_pairs=20),
+}
+# what `scale` (a dry run) multiplies, each with its least value: 2 chains or pairs (R̂ and the intervals need two),
+# 64 steps (a second half long enough to split); temperatures, lengths and thresholds are never scaled
+BUDGETS = dict(chains=2, steps=64, pairs=2, mh_chains=2, mh_pairs=2)
+run = Run("06_has_my_chain_mixed", profile, PROFILES, output_dir, scale=scale, budgets=BUDGETS, model=model, device=device, seed=seed,
+          passages=passages, length=length, temperatures=temperatures, chains=chains, steps=steps,
+          pll_every=pll_every, pairs=pairs, mh_chains=mh_chains, mh_pairs=mh_pairs)
+mlm = gm.load_mlm(run["model"], device=run.device)  # clear error here for an unknown model
+taus = sorted(run.temperatures("temperatures", 2))
+n = run.integer("length", 2, mlm.max_length)
+budget = run.integer("steps", 8)
+run.integer("pll_every", 1, budget // 8)  # ≥ 8 PLL readings per chain, so ≥ 4 after the warm-up half
+C, P = run.integer("chains", 2), run.integer("pairs", 1)
+M, Q = run.integer("mh_chains", 2, C), run.integer("mh_pairs", 1, P)
+texts = load_passages(run["passages"])
+# dispersed starts: one real passage per chain, from distinct documents; the same passages at every temperature
+starts, _ = sample_passages(mlm, texts, n, C, seed=run["seed"] * 1_000_003 + n)
+x0, y0, _ = passage_pairs(mlm, texts, n, P, seed=run["seed"] * 1_000_003 + 7_777_777 + n)
+print(f"R̂ thresholds: {', '.join(f'{h:g}' for h in THRESHOLDS)}")
+run.show()
+
+# %% [markdown]
+# ## 1. R̂ from dispersed starts
+#
+# For each temperature, `chains` Glauber chains start from different real passages of n tokens and run
+# `steps` steps, all temperatures in one batch. Two scalar summaries of each chain's state are compared across
+# chains (`gm.convergence`):
+#
+# - the **PLL energy**, PLL(x) of the state, read every `pll_every` steps (`gm.pseudo_log_likelihood`, n
+#   forward rows per reading): how typical the text is to the model, and the log-target of the MH chain below;
+# - the **Hamming distance to the start**, the number of sites whose token differs from the chain's own
+#   starting passage (`gm.hamming_to_start`), at every step. Once every token has been replaced it sits at n
+#   and stops moving (status *stuck*): its R̂ is then undefined or meaningless and carries no evidence either
+#   way; before that it says how far each chain has travelled from its passage, and a chain that keeps some of
+#   its start's tokens for good stands out.
+
+# %%
+T = len(taus)
+chain_taus = torch.tensor(taus).repeat_interleave(C)  # chain k·C + c: temperature taus[k], start c
+traj = gm.glauber(mlm, starts.repeat(T, 1), budget, temperature=chain_taus,
+                  seed=run["seed"] * 1_000_000 + torch.arange(T * C), progress=True,
+                  checkpoint=run.checkpoint("chains"))
+read_at = traj.steps[::run["pll_every"]]
+pll = gm.pseudo_log_likelihood(mlm, traj.states[::run["pll_every"]].flatten(0, 1)).view(len(read_at), T * C)
+hamming = gm.hamming_to_start(traj)  # (chain, step)
+summaries = {"PLL energy": pll.T.numpy(), "Hamming to start": hamming}
+rows = []
+for k, tau in enumerate(taus):
+    own = slice(k * C, (k + 1) * C)
+    for name, values in summaries.items():
+        row = gm.convergence({name: values[own]}, discard=values.shape[1] // 2).iloc[0]
+        rows.append(dict(temperature=tau, summary=name, **row.drop("stuck_chains")))
+rhat = run.save_table(pd.DataFrame(rows), "rhat")
+rhat
+
+# %%
+fig, axes = plt.subplots(1, T, figsize=(3.6 * T, 3.2), sharey=True)
+for ax, k in zip(axes, range(T)):
+    ax.plot(read_at, pll[:, k * C:(k + 1) * C], lw=1, alpha=0.8)
+    ax.axvspan(0, budget / 2, color="0.9", zorder=0)
+    ax.set(title=f"τ = {taus[k]:g}", xlabel="step")
+axes[0].set_ylabel("PLL(x) of the state")
+fig.suptitle(f"{C} Glauber chains per temperature from different passages (n = {n}); grey: warm-up, "
+             "not read by R̂", fontsize="medium")
+fig.tight_layout()
+run.save_figure(fig, "pll_traces")
+
+# %% [markdown]
+# :::{glue:figure} fig:pll_traces
+# :name: fig-06-pll-traces
+# :alt: One panel per temperature with the pseudo-log-likelihood of each chain's state against the step; the grey first half is the warm-up that R̂ does not read.
+#
+# **The PLL energy of every chain, per temperature.** Each line is one chain started from its own real passage. Chains that have mixed wander over one common band; chains that remember their start keep their own levels.
+# :::
+
+# %% [markdown]
+# ## 2. Coupling times on the same grid
+#
+# For the other view, `pairs` pairs of chains per temperature start from two independent passages each and
+# run coupled Glauber (`gm.coupling_times`, the same site and maximally coupled tokens) until they meet or
+# the budget (`steps`) passes. Per temperature: P(T > budget) with its Wilson interval (pairs are
+# independent), the Kaplan–Meier median of T with its interval (censored pairs count as censored, not as
+# observed times) and the regime of the rule above.
+
+# %%
+pair_taus = torch.tensor(taus).repeat_interleave(P)
+glauber_pairs = gm.coupling_times(mlm, x0.repeat(T, 1), y0.repeat(T, 1), budget, temperature=pair_taus,
+                                  seed=run["seed"] * 1_000_000 + 500_000 + torch.arange(T * P), progress=True,
+                                  speculate=1,  # one site per forward, like MH: the rows below count the algorithm
+                                  checkpoint=run.checkpoint("coupling"))
+records = [dict(sampler="Glauber", temperature=float(tau), pair=i % P, time=int(t), met=bool(m), budget=budget)
+           for i, (tau, t, m) in enumerate(zip(pair_taus.tolist(), glauber_pairs.times.tolist(),
+                                               glauber_pairs.met.tolist()))]
+
+
+def coupling_summary(g: pd.DataFrame) -> pd.Series:
+    """One (sampler, temperature) cell: P(T > budget) with its Wilson interval, the KM median, the regime."""
+    late, late_low, late_high = proportion_ci(int((~g.met).sum()), len(g))
+    median, median_low, median_high = km_median(g.time, g.met)
+    return pd.Series(dict(pairs=len(g), p_late=late, p_late_low=late_low, p_late_high=late_high, median_time=median,
+                          median_low=median_low, median_high=median_high,
+                          regime=gm.coupling_regime(g.time, g.met, budget)))
+
+
+glauber_cells = (pd.DataFrame(records).groupby("temperature").apply(coupling_summary, include_groups=False)
+                 .reset_index())
+glauber_cells
+
+# %% [markdown]
+# ## 3. Do the two views agree?
+#
+# One row per temperature: the largest R̂ over the two summaries (an undefined R̂, a summary constant in every
+# chain, is left out; an infinite one, chains frozen at different values, counts as flagged), whether it
+# flags at each threshold, the coupling regime, and whether the two views agree there (blank between the
+# regimes, where the rule makes no claim).
+
+# %%
+views = glauber_cells.merge(rhat.groupby("temperature").rhat.max().rename("max_rhat").reset_index())
+for h in THRESHOLDS:
+    flagged = views.max_rhat >= h
+    views[f"flagged_at_{h:g}"] = flagged
+    views[f"agree_at_{h:g}"] = np.where(views.regime == "between", None, flagged == (views.regime == "slow"))
+views = run.save_table(views, "rhat_and_coupling")
+agreement = {h: bool(views[f"agree_at_{h:g}"].dropna().all()) if {"slow", "fast"} <= set(views.regime) else None
+             for h in THRESHOLDS}
+views[["temperature", "max_rhat", "p_late", "median_time", "regime",
+       *[f"{w}_at_{h:g}" for h in THRESHOLDS for w in ("flagged", "agree")]]]
+
+# %%
+RHAT_CEILING = 2.0  # larger (or infinite) R̂ is drawn at the ceiling, with a triangle: the thresholds stay apart
+fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
+for name, g in rhat.groupby("summary", sort=False):
+    shown = g.rhat.clip(upper=RHAT_CEILING)
+    left.plot(g.temperature, shown, marker="o", label=name)
+    over = g.rhat > RHAT_CEILING
+    left.plot(g.temperature[over], shown[over], "^", ms=11, color="black")
+for h, style in zip(THRESHOLDS, ("--", ":")):
+    left.axhline(h, color="black", ls=style, lw=1, label=f"threshold {h:g}")
+left.set(ylabel="R̂ (second half of each chain)", xlabel="temperature τ",
+         title=f"R̂ over {C} chains from different passages")
+left.legend(fontsize=8)
+censored = ~np.isfinite(views.median_time)
+estimate = np.where(censored, budget, views.median_time)
+interval_errorbar(right, views.temperature, estimate, np.minimum(views.median_low, estimate),
+                  np.where(censored, np.inf, views.median_high), marker="o", capsize=3, ls="none", color="C2")
+for row, y in zip(views.itertuples(), estimate):
+    right.annotate(f"P(T > budget) = {row.p_late:.0%}\n{row.regime}", (row.temperature, y), fontsize=7,
+                   textcoords="offset points", xytext=(6, -18))
+right.axhline(budget, color="black", ls="--", lw=1, label="budget (arrow: median beyond it)")
+right.axhline(budget / 2, color="black", ls=":", lw=1, label="half the budget (fast: every pair met before)")
+right.set(yscale="log", ylabel="median coupling step (Kaplan–Meier)", xlabel="temperature τ",
+          title=f"coupled Glauber, {P} pairs per temperature")
+right.legend(fontsize=8)
+for ax in (left, right):
+    temperature_axis(ax, taus)
+fig.tight_layout()
+run.save_figure(fig, "rhat_and_coupling")
+
+rows = []
+for _, r in views.iterrows():
+    say = "; ".join(f"at {h:g}: {'flagged' if r[f'flagged_at_{h:g}'] else 'clear'}" for h in THRESHOLDS)
+    rows.append(f"- τ = {r.temperature:g}: largest R̂ {r.max_rhat:.3f} ({say}); P(T > budget) = "
+                f"{r.p_late:.0%} [{r.p_late_low:.0%}, {r.p_late_high:.0%}], regime **{r.regime}**.")
+pll_ess = rhat[rhat.summary == "PLL energy"].set_index("temperature").ess_bulk
+rows.append(f"- bulk ESS of the PLL energy over the {C} chains: "
+            + ", ".join(f"{ess:.0f} at τ = {tau:g}" for tau, ess in pll_ess.items())
+            + f" (ArviZ asks for ≥ {ESS_MIN} before trusting R̂ < {RHAT_MAX:g}).")
+rows.append("- the two views agree (the rule above): " + "; ".join(
+    f"at {h:g}: {'cannot be judged on this grid' if a is None else ('yes' if a else '**no**')}"
+    for h, a in agreement.items()) + ".")
+glue("views_readings", Markdown("\n".join(rows)), display=False)
+
+# %% [markdown]
+# :::{glue:figure} fig:rhat_and_coupling
+# :name: fig-06-rhat-and-coupling
+# :alt: Two panels against temperature: left, R̂ of the PLL energy and of the Hamming distance to the start with the thresholds as lines; right, the median coupling step with its interval and the share of pairs that did not meet.
+#
+# **R̂ beside coupling times.** Left: R̂ of each summary per temperature (log scale; dashed and dotted lines: the two thresholds). Right: the Kaplan–Meier median coupling step of the coupled Glauber pairs with its interval (an arrow: the median lies beyond the budget), labelled with P(T > budget) and the regime.
+# :::
+
+# %% [markdown]
+# **What {numref}`fig-06-rhat-and-coupling` shows.** Per temperature, from the tables above:
+#
+# ```{glue:md} views_readings
+# :format: myst
+# ```
+#
+# The two views answer different questions, and that is where they can part. Coupling asks whether two chains
+# started from different passages have forgotten them. R̂ compares the second halves of chains from different
+# passages, so it asks that too, and also whether those halves are long enough to pin down the mean of each
+# summary. For chains that *are* stationary, split R̂ is about $\sqrt{1 + 1/N_{\mathrm{eff}}}$, with
+# $N_{\mathrm{eff}}$ the effective sample size of one half-chain: R̂ < 1.01 needs about fifty effective draws
+# per half-chain (the reason Vehtari et al. pair the threshold with a minimum bulk ESS, printed above), the
+# laxer threshold about ten. At a fast temperature a short run can therefore pass coupling's test and fail R̂'s
+# at ArviZ's threshold while passing it at the laxer one; the bulk ESS above says how short the run is. At a
+# slow temperature a flag is what both views expect, whichever of the two reasons raised it
+# ({numref}`fig-06-pll-traces` shows the PLL energy of every chain).
+
+# %% [markdown]
+# ## 4. Glauber against Metropolis–Hastings with a PLL target
+#
+# The MH chain proposes exactly Glauber's move (one site, a token from $q_i^\tau$) and accepts it with
+# probability min(1, α), α from the PLL target above: its stationary law is π ∝ exp(PLL/τ), which Glauber's is
+# not. Per temperature, `mh_chains` MH chains from the first of the same starts (`gm.metropolis`) give:
+#
+# - the **share of proposals that change a token** (a proposal equal to the current state needs no test);
+# - the **acceptance rate of the test** among those, per chain (`gm.acceptance_counts`), averaged over chains
+#   with a bootstrap interval over chains (steps of one chain are correlated, chains are independent; with a
+#   handful of chains the interval is rough);
+# - the **forward rows per step**: one conditional for the proposal, plus n rows for the PLL of every
+#   proposal that changes a token (computed before the decision, so rejected ones cost as much).
+#
+# Coupled MH (`gm.mh_coupling_times`) runs the first `mh_pairs` of the Glauber pairs with the same budget:
+# both chains share the site, draw their proposals from the maximal coupling and share the acceptance uniform.
+
+# %%
+mh = gm.metropolis(mlm, starts[:M].repeat(T, 1), budget, temperature=torch.tensor(taus).repeat_interleave(M),
+                   seed=run["seed"] * 1_000_000 + 600_000 + torch.arange(T * M), energy="pll", progress=True)
+accepted, tested = gm.acceptance_counts(mh)
+rows = []
+for k, tau in enumerate(taus):
+    own = slice(k * M, (k + 1) * M)
+    rate, low, high = bootstrap_ci((accepted[own] / tested[own]).numpy(), seed=run["seed"])
+    share = float(tested[own].sum()) / (M * budget)
+    rows.append(dict(temperature=tau, chains=M, steps=budget, changing_share=share, acceptance=rate,
+                     acceptance_low=low, acceptance_high=high, rows_per_step=1 + n * share))
+acceptance = run.save_table(pd.DataFrame(rows), "mh_acceptance")
+
+mh_pair_taus = torch.tensor(taus).repeat_interleave(Q)
+mh_pairs_run = gm.mh_coupling_times(mlm, x0[:Q].repeat(T, 1), y0[:Q].repeat(T, 1), budget,
+                                    temperature=mh_pair_taus, seed=run["seed"] * 1_000_000 + 700_000 +
+                                    torch.arange(T * Q), energy="pll", progress=True)
+records += [dict(sampler="MH (PLL target)", temperature=float(tau), pair=i % Q, time=int(t), met=bool(m),
+                 budget=budget)
+            for i, (tau, t, m) in enumerate(zip(mh_pair_taus.tolist(), mh_pairs_run.times.tolist(),
+                                                mh_pairs_run.met.tolist()))]
+coupling = run.save_table(pd.DataFrame(records), "coupling_times")
+cells = run.save_table(coupling.groupby(["sampler", "temperature"]).apply(coupling_summary, include_groups=False)
+                       .reset_index(), "coupling_by_sampler")
+boundary = {s: slow_to_fast_boundary(g.temperature, g.median_time) for s, g in cells.groupby("sampler")}
+cost = run.save_table(pd.DataFrame([
+    dict(sampler="Glauber", run="coupled pairs", forward_rows=glauber_pairs.forward_rows,
+         chain_steps=2 * int(glauber_pairs.times.sum())),
+    dict(sampler="MH (PLL target)", run="coupled pairs", forward_rows=mh_pairs_run.forward_rows,
+         chain_steps=2 * int(mh_pairs_run.times.sum())),
+    dict(sampler="MH (PLL target)", run="chains", forward_rows=mh.forward_rows, chain_steps=T * M * budget),
+]).assign(rows_per_chain_step=lambda d: d.forward_rows / d.chain_steps), "forward_rows")
+acceptance
+
+# %%
+cells.pivot(index="temperature", columns="sampler", values=["p_late", "median_time"])
+
+# %%
+fig, axes = plt.subplots(1, 3, figsize=(14, 4))
+interval_errorbar(axes[0], acceptance.temperature, acceptance.acceptance, acceptance.acceptance_low,
+                  acceptance.acceptance_high, marker="o", capsize=3, label="accepted, of the proposals tested")
+axes[0].plot(acceptance.temperature, acceptance.changing_share, "s--", label="proposals that change a token")
+axes[0].set(ylim=(0, 1.02), ylabel="share", title=f"MH with PLL target, {M} chains per temperature")
+for (sampler, g), shift in zip(cells.groupby("sampler"), (0.97, 1.03)):
+    x = g.temperature * shift  # side by side on the log axis
+    interval_errorbar(axes[1], x, g.p_late, g.p_late_low, g.p_late_high, marker="o", capsize=3, ls="none",
+                      label=f"{sampler} ({g.pairs.iloc[0]} pairs)")
+    censored = ~np.isfinite(g.median_time)
+    estimate = np.where(censored, budget, g.median_time)
+    interval_errorbar(axes[2], x, estimate, np.minimum(g.median_low, estimate),
+                      np.where(censored, np.inf, g.median_high), marker="o", capsize=3, ls="none", label=sampler)
+axes[1].set(ylim=(-0.02, 1.02), ylabel="P(T > budget)", title="pairs that did not meet within the budget")
+axes[2].axhline(budget, color="black", ls="--", lw=1, label="budget (arrow: median beyond it)")
+axes[2].set(yscale="log", ylabel="median coupling step (Kaplan–Meier)", title="coupling time")
+for ax in axes:
+    temperature_axis(ax, taus)
+    ax.set_xlabel("temperature τ")
+    ax.legend(fontsize=8)
+fig.tight_layout()
+run.save_figure(fig, "glauber_vs_mh")
+
+by_sampler = cost.set_index(["sampler", "run"]).rows_per_chain_step
+glue("mh_readings", Markdown("\n".join([
+    *(f"- τ = {r.temperature:g}: {r.changing_share:.0%} of the MH proposals change a token, and the test accepts "
+      f"{r.acceptance:.0%} [{r.acceptance_low:.0%}, {r.acceptance_high:.0%}] of those; "
+      f"{r.rows_per_step:.1f} forward rows per step." for r in acceptance.itertuples()),
+    "- slow-to-fast boundary of the coupling times (lowest τ from which every median is within the budget): "
+    + "; ".join(f"{s} {b:g}" if np.isfinite(b) else f"{s}: none on this grid" for s, b in boundary.items()) + ".",
+    f"- forward rows per chain-step of the coupled pairs: Glauber {by_sampler['Glauber', 'coupled pairs']:.2f}, "
+    f"MH {by_sampler['MH (PLL target)', 'coupled pairs']:.2f}.",
+])), display=False)
+cost
+
+# %% [markdown]
+# :::{glue:figure} fig:glauber_vs_mh
+# :name: fig-06-glauber-vs-mh
+# :alt: Three panels against temperature: the MH acceptance rate and the share of proposals that change a token; the share of coupled pairs that did not meet for Glauber and MH with Wilson intervals; their median coupling steps.
+#
+# **What the MH correction costs.** Left: the MH test's acceptance rate among proposals that change a token (bootstrap interval over chains) and the share of such proposals. Middle: P(T > budget) for coupled Glauber and coupled MH (Wilson intervals). Right: their Kaplan–Meier median coupling steps (an arrow: beyond the budget).
+# :::
+
+# %% [markdown]
+# **What {numref}`fig-06-glauber-vs-mh` and the tables show.**
+#
+# ```{glue:md} mh_readings
+# :format: myst
+# ```
+#
+# The acceptance rate is the size of the correction: a rejected proposal is a Glauber move that the PLL target
+# disowns because it lowers the other sites' fit, the same cross-site dependence that makes the conditionals
+# incompatible (notebook 01) and that Dobrushin's influence measures (notebook 05). Each step that proposes a
+# new token pays n forward rows for its PLL, so one MH step costs up to n + 1 Glauber steps. Coupled MH chains
+# also meet less easily than coupled Glauber chains: two chains that propose the same token can still part when
+# one accepts and the other rejects, and a coupling time only bounds the mixing time from above, so a later
+# boundary for MH is a statement about this coupling as much as about the chain. The MH chain samples a law that
+# can be named (π ∝ exp(PLL/τ)); Glauber's stationary law cannot be written down (notebook 01). Which is the
+# right target is a modelling choice, not a question these diagnostics answer.
+
+# %%
+lowest, highest = acceptance.iloc[0], acceptance.iloc[-1]
+run.conclude(
+    claim="(The book's own question.) R̂ over chains from dispersed starts and coupling times agree on whether a "
+          "Glauber chain on an MLM has mixed; an MH correction towards π ∝ exp(PLL/τ) rejects fewer proposals "
+          "as τ grows, at a cost of n forward rows per proposal that changes a token.",
+    key_numbers={
+        **{f"τ = {r.temperature:g}: largest R̂; P(T > budget) (Wilson); regime":
+           f"{r.max_rhat:.3f}; {r.p_late:.0%} [{r.p_late_low:.0%}, {r.p_late_high:.0%}]; {r.regime}"
+           for r in views.itertuples()},
+        "budget (steps per chain and coupling budget), length n": f"{budget}, {n}",
+        **{f"MH acceptance among token-changing proposals at τ = {r.temperature:g} (bootstrap over chains)":
+           f"{r.acceptance:.0%} [{r.acceptance_low:.0%}, {r.acceptance_high:.0%}]" for r in (lowest, highest)},
+        "slow-to-fast boundary of the coupling times, Glauber / MH":
+            " / ".join(f"{b:g}" if np.isfinite(b) else "none on the grid" for b in boundary.values()),
+        "forward rows per chain-step of the coupled pairs, Glauber / MH":
+            f"{by_sampler['Glauber', 'coupled pairs']:.2f} / {by_sampler['MH (PLL target)', 'coupled pairs']:.2f}",
+    },
+    checks={
+        **{f"R̂ and coupling agree at threshold {h:g}: R̂ ≥ {h:g} at every slow τ and < {h:g} at every fast τ":
+           agreement[h] for h in THRESHOLDS},
+        "MH's acceptance rate among token-changing proposals is higher at the highest τ than at the lowest":
+            bool(highest.acceptance > lowest.acceptance),
+    })
+
+# %%
+run.finish()
