@@ -4,6 +4,8 @@ Measures, in one run:
   * the dense matmul peak of this machine (a large torch.matmul, fp32 and bf16);
   * the roofline: each small and large cell's step time against its FLOP floor and its memory floor (weights
     read once per forward at the measured bandwidth), `glauber_mlm.roofline`;
+  * per MLM family (at the embedded model's shape, random weights): the MLM head at the site against the full
+    model's head;
   * Glauber token-resamples per second of the *usual loop* (clone the batch, mask the site, full
     model with the MLM head over every position in fp32, log-softmax at the site, sample) and of the
     library's engine (`glauber_mlm.glauber`) on the same model, chains and seeds, over a (B, n) grid,
@@ -453,6 +455,37 @@ def roofline(models, cells, reps: int, target: float) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+# families whose head `hf._site_head` knows, built at the embedded model's shape (3 layers, h = 384, I = 1536,
+# V = 30,522) with random weights: the ratio measures the head at the site against the full model's head
+FAMILY_SHAPES = {
+    "bert": {}, "roberta": {}, "xlm-roberta": {}, "camembert": {}, "mpnet": {}, "albert": dict(embedding_size=128),
+    "electra": dict(embedding_size=384), "deberta-v2": dict(relative_attention=True, position_biased_input=False,
+                                                             pos_att_type=["p2c", "c2p"], position_buckets=256),
+    "modernbert": {}, "distilbert": dict(dim=384, hidden_dim=1536, n_layers=3, n_heads=12),
+}
+
+
+def families(tokenizer, device: torch.device, B: int, n: int, reps: int, target: float) -> pd.DataFrame:
+    """Per family, conditionals at B sites through the head at the site against the full model's head (fp32)."""
+    from transformers import AutoConfig, AutoModelForMaskedLM
+
+    rows = []
+    for kind, extra in FAMILY_SHAPES.items():
+        torch.manual_seed(0)
+        config = AutoConfig.for_model(kind, vocab_size=len(tokenizer), hidden_size=384, num_hidden_layers=3,
+                                      num_attention_heads=12, intermediate_size=1536, **extra)
+        model = AutoModelForMaskedLM.from_config(config).eval().to(device)
+        mlm = MLMAdapter(model, tokenizer, device, torch.float32, name=kind)
+        x, sites = start_states(mlm, B, n), torch.arange(B) % n
+        site = seconds_per_step(lambda s: [mlm.logits(x, sites) for _ in range(s)], reps, target)[0]
+        head, mlm.head = mlm.head, None  # the full-model fallback: the MLM head over every position
+        full = seconds_per_step(lambda s: [mlm.logits(x, sites) for _ in range(s)], reps, target)[0]
+        rows.append(dict(family=kind, B=B, n=n, site_head=head is not None, site_ms=1e3 * site, full_ms=1e3 * full,
+                         speedup=full / site))
+        print(_fmt(rows[-1]), flush=True)
+    return pd.DataFrame(rows)
+
+
 def memory(cells, n: int) -> pd.DataFrame:
     """Peak resident memory of one `glauber` call per (chains, steps) cell, each in a fresh process, on an exact
     Potts chain (the forward is negligible, so what is measured is what the call keeps), against `kept_bytes`."""
@@ -485,7 +518,7 @@ def main(argv=None) -> None:
     ap.add_argument("--roofline-cells", nargs="+", default=["1x10", "4x10", "8x16", "16x16", "64x32"],
                     help="(B, n) cells of the roofline section")
     ap.add_argument("--sections", nargs="+", default=["peak", "roofline", "grid", "ablation", "quality", "speculation", "coupling", "rectangle",
-                                                      "metropolis", "memory"])
+                                                      "families", "metropolis", "memory"])
     ap.add_argument("--mh-cells", nargs="+", default=["8x16", "32x32"], help="(B, n) cells of the metropolis section")
     ap.add_argument("--mh-steps", type=int, default=20, help="steps per timed run of the metropolis section")
     ap.add_argument("--device", default=None)
@@ -547,6 +580,10 @@ def main(argv=None) -> None:
         print("rectangle", flush=True)
         rc = rectangles(first, 16 if args.quick else 32, 8 if args.quick else 64, 4, 1)
         rc.to_csv(args.out / f"rectangle{tag}.csv", index=False)
+    if "families" in args.sections:
+        print("families", flush=True)
+        families(first.tokenizer, device, 16, 32, args.reps, args.target).to_csv(args.out / f"families{tag}.csv",
+                                                                                index=False)
     if "metropolis" in args.sections:
         print("metropolis", flush=True)
         cells = [(8, 16)] if args.quick else [tuple(int(v) for v in c.lower().split("x")) for c in args.mh_cells]

@@ -98,8 +98,8 @@ PROFILES = {
                   mh_chains=16, mh_pairs=20),
 }
 # what `scale` (a dry run) multiplies, each with its least value: 2 chains or pairs (R̂ and the intervals need two),
-# 64 steps (a second half long enough to split); temperatures, lengths and thresholds are never scaled
-BUDGETS = dict(chains=2, steps=64, pairs=2, mh_chains=2, mh_pairs=2)
+# 128 steps (R̂ needs 8 readings at the paper's pll_every = 16); temperatures, lengths and thresholds are never scaled
+BUDGETS = dict(chains=2, steps=128, pairs=2, mh_chains=2, mh_pairs=2)
 run = Run("06_has_my_chain_mixed", profile, PROFILES, output_dir, scale=scale, budgets=BUDGETS, model=model, device=device, seed=seed,
           passages=passages, length=length, temperatures=temperatures, chains=chains, steps=steps,
           pll_every=pll_every, pairs=pairs, mh_chains=mh_chains, mh_pairs=mh_pairs)

@@ -200,14 +200,14 @@ def test_06_chains_energies_and_pairs_against_the_plan(mlm, texts):
     x0, y0, _ = passage_pairs(mlm, texts, n, P, seed=p["seed"] * 1_000_003 + 7_777_777 + n)
     counted = CountingModel(mlm)
     traj = gm.glauber(counted, starts.repeat(T, 1), S, temperature=torch.tensor(taus).repeat_interleave(C),
-                      seed=p["seed"] * 1_000_000 + torch.arange(T * C))
+                      seed=p["seed"] * 1_000_000 + torch.arange(T * C), speculate=1)
     assert (counted.rows, counted.calls) == (line(works, "Glauber chains").rows, line(works, "Glauber chains").calls)
     counted = CountingModel(mlm)
     gm.pseudo_log_likelihood(counted, traj.states[::p["pll_every"]].flatten(0, 1))
     assert (counted.rows, counted.calls) == (line(works, "PLL energy").rows, line(works, "PLL energy").calls)
     res = gm.coupling_times(mlm, x0.repeat(T, 1), y0.repeat(T, 1), S,
                             temperature=torch.tensor(taus).repeat_interleave(P),
-                            seed=p["seed"] * 1_000_000 + 500_000 + torch.arange(T * P))
+                            seed=p["seed"] * 1_000_000 + 500_000 + torch.arange(T * P), speculate=1)
     assert res.forward_rows <= line(works, "coupled Glauber pairs").rows
     counted = CountingModel(mlm)
     mh = gm.metropolis(counted, starts[:M].repeat(T, 1), S, temperature=torch.tensor(taus).repeat_interleave(M),
