@@ -461,7 +461,7 @@ FAMILY_SHAPES = {
     "bert": {}, "roberta": {}, "xlm-roberta": {}, "camembert": {}, "mpnet": {}, "albert": dict(embedding_size=128),
     "electra": dict(embedding_size=384), "deberta-v2": dict(relative_attention=True, position_biased_input=False,
                                                              pos_att_type=["p2c", "c2p"], position_buckets=256),
-    "modernbert": {}, "distilbert": dict(dim=384, hidden_dim=1536, n_layers=3, n_heads=12),
+    "modernbert": dict(pad_token_id=0), "distilbert": dict(dim=384, hidden_dim=1536, n_layers=3, n_heads=12),
 }
 
 
