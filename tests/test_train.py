@@ -67,6 +67,49 @@ def test_training_loss_falls(tmp_path: Path) -> None:
     assert listed["models/tiny/model.safetensors"] == hashlib.sha256((out / "model.safetensors").read_bytes()).hexdigest()
 
 
+def _tiny_run(tmp_path: Path, out: Path, *extra: str) -> int:
+    return train.main(["train-model", "--tiny", "--init", "random", "--layers", "1",
+                       "--train", str(tmp_path / "train.jsonl"), "--eval", str(tmp_path / "eval.jsonl"),
+                       "--out", str(out), "--max-steps", "8", "--threads", "1", "--no-bf16", "--batch", "8",
+                       "--seq-len", "32", "--warmup", "2", "--eval-every", "0", "--ckpt-minutes", "0",
+                       "--seed", "5", "--no-save", *extra])
+
+
+def test_ctrl_c_saves_the_state_and_resume_continues_the_same_run(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    _write_docs(tmp_path / "train.jsonl", 20)
+    _write_docs(tmp_path / "eval.jsonl", 4)
+    straight, broken = tmp_path / "straight", tmp_path / "broken"
+    assert _tiny_run(tmp_path, straight) == 0
+    real_step = train.train_step
+    calls = {"n": 0}
+
+    def interrupted(*args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == 4:
+            raise KeyboardInterrupt
+        return real_step(*args, **kwargs)
+
+    monkeypatch.setattr(train, "train_step", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        _tiny_run(tmp_path, broken)
+    assert torch.load(broken / train.TRAINING_STATE, weights_only=True)["step"] == 3
+    monkeypatch.setattr(train, "train_step", real_step)
+    assert _tiny_run(tmp_path, broken, "--resume") == 0
+    a = torch.load(straight / train.TRAINING_STATE, weights_only=True)
+    b = torch.load(broken / train.TRAINING_STATE, weights_only=True)
+    assert a["step"] == b["step"] == 8 and a["losses"] == b["losses"]
+    for k in a["model"]:
+        assert torch.equal(a["model"][k], b["model"][k]), k
+
+
+def test_resume_without_a_state_names_the_fix(tmp_path: Path) -> None:
+    _write_docs(tmp_path / "train.jsonl", 20)
+    _write_docs(tmp_path / "eval.jsonl", 4)
+    with pytest.raises(FileNotFoundError, match="train without --resume first"):
+        _tiny_run(tmp_path, tmp_path / "none", "--resume")
+
+
 def test_manifest_lists_the_committed_model() -> None:
     """A retrained model must come with its checksums (``train-model`` refreshes ``data/MANIFEST.json``)."""
     listed = {r["file"]: r["sha256"] for r in json.loads((REPO / "data" / "MANIFEST.json").read_text())["models"]}

@@ -410,11 +410,14 @@ def build(docs: list[Doc], out: Path, sources: dict[str, Source] | None = None,
     return manifest
 
 
+TRAINING_STATE = "training-state.pt"  # train-model's resumable state: large, not shipped
+
+
 def model_files(models: Path) -> list[dict]:
     """sha256 of every file of the trained model folders under ``models`` (made by ``train-model``)."""
     rows = []
     for f in sorted(models.glob("*/*")):
-        if f.is_file() and f.parent.name != "checkpoint":
+        if f.is_file() and f.name != TRAINING_STATE:
             rows.append({"file": f.relative_to(models.parent).as_posix(), "sha256": sha256_file(f),
                          "bytes": f.stat().st_size, "committed": True})
     return rows

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import random
 import re
 import shlex
@@ -24,7 +25,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .data import refresh_model_checksums
+from .data import TRAINING_STATE, refresh_model_checksums
 
 DEFAULT_OUT = Path("data/models/minilm-mlm")
 MASK_P = 0.15
@@ -237,6 +238,44 @@ def lr_factor(step: int, warmup: int, progress: float) -> float:
     return max(0.0, 1.0 - progress)
 
 
+
+
+def train_step(model, opt, train_seqs: torch.Tensor, tokenizer, special: torch.Tensor, gen: torch.Generator,
+               args: argparse.Namespace) -> float:
+    """One AdamW step on a freshly masked random batch; returns the masked-token cross-entropy."""
+    idx = torch.randint(len(train_seqs), (args.batch,), generator=gen)
+    inputs, labels = mask_tokens(train_seqs[idx], tokenizer.mask_token_id, len(tokenizer), special, gen,
+                                 p=args.mask_p)
+    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.bf16):
+        logits, targets = masked_logits(model, inputs, labels)
+    loss = torch.nn.functional.cross_entropy(logits.float(), targets)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    opt.step(); opt.zero_grad(set_to_none=True)
+    return loss.item()
+
+
+def save_state(path: Path, model, opt, gen: torch.Generator, step: int, losses: list[float], seconds: float) -> None:
+    """Everything a resumed run needs (fp32 weights, optimizer, sampler RNG, step, time spent), written atomically."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(), "generator": gen.get_state(),
+                "step": step, "losses": losses, "seconds": seconds}, tmp)
+    os.replace(tmp, path)
+
+
+def load_state(path: Path, model, opt, gen: torch.Generator) -> tuple[int, list[float], float]:
+    """Restore a :func:`save_state` file in place; returns (step, losses, seconds already trained)."""
+    if not path.exists():
+        raise FileNotFoundError(f"--resume: no training state at {path}; train without --resume first "
+                                f"(a run writes it every --ckpt-minutes, on Ctrl-C and at the end)")
+    state = torch.load(path, weights_only=True)
+    model.load_state_dict(state["model"])
+    opt.load_state_dict(state["optimizer"])
+    gen.set_state(state["generator"])
+    return state["step"], list(state["losses"]), float(state["seconds"])
+
+
 def train(args: argparse.Namespace) -> dict:
     """Run the training loop; return the final metrics (also written to ``out/metrics.json``)."""
     torch.manual_seed(args.seed); random.seed(args.seed); np.random.seed(args.seed)
@@ -256,9 +295,12 @@ def train(args: argparse.Namespace) -> dict:
     gen = torch.Generator().manual_seed(args.seed)
     special = torch.tensor(tokenizer.all_special_ids)
     budget = args.minutes * 60.0
-    start = time.time()
-    last_ckpt = start
-    step, losses = 0, []
+    step, losses, before = 0, [], 0.0
+    if args.resume:
+        step, losses, before = load_state(args.out / TRAINING_STATE, model, opt, gen)
+        log(args, f"resumed at step {step} after {before / 60:.1f} minutes of training")
+    start = time.time() - before
+    last_ckpt = time.time()
     model.train()
     while True:
         elapsed = time.time() - start
@@ -267,16 +309,13 @@ def train(args: argparse.Namespace) -> dict:
             break
         for g in opt.param_groups:
             g["lr"] = args.lr * lr_factor(step, args.warmup, progress)
-        idx = torch.randint(len(train_seqs), (args.batch,), generator=gen)
-        inputs, labels = mask_tokens(train_seqs[idx], tokenizer.mask_token_id, len(tokenizer), special, gen,
-                                     p=args.mask_p)
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.bf16):
-            logits, targets = masked_logits(model, inputs, labels)
-        loss = torch.nn.functional.cross_entropy(logits.float(), targets)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step(); opt.zero_grad(set_to_none=True)
-        losses.append(loss.item())
+        try:
+            loss = train_step(model, opt, train_seqs, tokenizer, special, gen, args)
+        except KeyboardInterrupt:
+            save_state(args.out / TRAINING_STATE, model, opt, gen, step, losses, time.time() - start)
+            log(args, f"interrupted: state at step {step} saved; continue with --resume")
+            raise
+        losses.append(loss)
         step += 1
         if step % args.log_every == 0:
             log(args, f"step {step} loss {np.mean(losses[-args.log_every:]):.3f} "
@@ -285,10 +324,10 @@ def train(args: argparse.Namespace) -> dict:
             m = evaluate(model, eval_seqs[:256], tokenizer, real, bf16=args.bf16)
             log(args, f"eval step {step}: top1 {m['top1']:.3f} top5 {m['top5']:.3f} loss {m['loss']:.3f}")
         if args.ckpt_minutes and time.time() - last_ckpt > args.ckpt_minutes * 60:
-            save_model(model, tokenizer, args.out / "checkpoint")
-            torch.save({"step": step, "optimizer": opt.state_dict()}, args.out / "checkpoint" / "optimizer.pt")
+            save_state(args.out / TRAINING_STATE, model, opt, gen, step, losses, time.time() - start)
             last_ckpt = time.time()
             log(args, f"checkpoint at step {step}")
+    save_state(args.out / TRAINING_STATE, model, opt, gen, step, losses, time.time() - start)
     wall = time.time() - start
     metrics = evaluate(model, eval_seqs, tokenizer, real, bf16=args.bf16, unigram=unigram)
     metrics |= {"steps": step, "train_minutes": wall / 60, "seed": args.seed, "init": args.init,
@@ -424,7 +463,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     ap.add_argument("--eval-rows", type=int, default=2000)
     ap.add_argument("--eval-every", type=int, default=250)
     ap.add_argument("--log-every", type=int, default=50)
-    ap.add_argument("--ckpt-minutes", type=float, default=10.0)
+    ap.add_argument("--ckpt-minutes", type=float, default=10.0,
+                    help="save the training state (out/%s) this often; also saved on Ctrl-C and at the end" % TRAINING_STATE)
+    ap.add_argument("--resume", action="store_true",
+                    help="continue from out/%s; --minutes / --max-steps count the whole run, resumed part included"
+                         % TRAINING_STATE)
     ap.add_argument("--no-save", action="store_true")
     ap.add_argument("--card-only", action="store_true", help="only rewrite README.md from metrics.json")
     args = ap.parse_args(argv[1:])
