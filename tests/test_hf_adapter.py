@@ -61,3 +61,14 @@ def test_bf16_default_is_close_to_fp32(tmp_path):
         hi = torch.softmax(mlm.logits(states, sites, dtype=torch.float32), -1)
     assert lo.dtype == torch.float32
     assert 0.5 * (lo - hi).abs().sum(-1).max() < 0.05
+
+
+def test_an_embedded_model_loads_by_its_folder_name(tmp_path, monkeypatch):
+    from glauber_mlm import hf
+
+    save_tiny(tmp_path / "models" / "tiny-embedded", "bert")
+    monkeypatch.setattr(hf, "EMBEDDED_MODELS", tmp_path / "models")
+    mlm = load_mlm("tiny-embedded", device="cpu", dtype=torch.float32)
+    assert mlm.name == "tiny-embedded" and mlm.model.config.model_type == "bert"
+    with pytest.raises(OSError, match="cannot resolve model 'tiny-absent'"):
+        load_mlm("tiny-absent", device="cpu")

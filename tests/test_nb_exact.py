@@ -1,7 +1,5 @@
 """Notebook 00 (calibration on exact models) and the `calibration` module it uses."""
-import itertools
 import json
-import math
 
 import numpy as np
 import pytest

@@ -12,14 +12,22 @@ pytestmark = pytest.mark.skipif(not (DEFAULT_MODEL / "model.safetensors").is_fil
                                 reason="the embedded default model is not built yet")
 
 
+# two models: the embedded one by None and by its folder: two names, one network, so two identical diagrams
+MODELS = [None, str(DEFAULT_MODEL)]
+
+
 @pytest.fixture(scope="module")
 def out(tmp_path_factory):
-    return execute(NAME, tmp_path_factory.mktemp("nb02"))
+    return execute(NAME, tmp_path_factory.mktemp("nb02"), models=MODELS)
 
 
 def test_coupling_times_are_censored_at_the_budget(out):
-    t = pd.read_csv(out / "coupling_times.csv")
-    assert list(t.columns) == ["temperature", "length", "pair", "seed", "time", "met", "budget"]
+    both = pd.read_csv(out / "coupling_times.csv")
+    assert list(both.columns) == ["model", "temperature", "length", "pair", "seed", "time", "met", "budget"]
+    assert list(both.model.unique()) == [DEFAULT_MODEL.name, str(DEFAULT_MODEL)]
+    first, second = (g.drop(columns="model").reset_index(drop=True) for _, g in both.groupby("model", sort=False))
+    pd.testing.assert_frame_equal(first, second)  # same seeds and passages, same network: same coupling times
+    t = first
     assert set(t.temperature) == {1.0, 8.0} and set(t.length) == {3, 5}
     assert len(t) == 2 * 2 * 2  # temperatures × lengths × pairs (one replicate)
     assert ((t.time >= 1) & (t.time <= t.budget)).all()  # pairs start from different passages
@@ -29,8 +37,11 @@ def test_coupling_times_are_censored_at_the_budget(out):
 
 def test_phase_diagram_has_the_columns_notebook_05_reads(out):
     t = pd.read_csv(out / "coupling_times.csv")
-    phase = pd.read_csv(out / "phase_diagram.csv")
-    assert list(phase.columns) == ["temperature", "length", "median_time", "met_fraction", "pairs", "budget"]
+    t = t[t.model == DEFAULT_MODEL.name]
+    both = pd.read_csv(out / "phase_diagram.csv")
+    assert list(both.columns) == ["model", "temperature", "length", "median_time", "met_fraction", "pairs", "budget"]
+    assert len(both) == 8
+    phase = both[both.model == DEFAULT_MODEL.name]
     assert len(phase) == 4 and (phase.pairs == 2).all() and (phase.budget == 60).all()
     assert phase.met_fraction.between(0, 1).all()
     for _, row in phase.iterrows():
@@ -91,3 +102,8 @@ def test_a_scaling_study_needs_two_lengths(tmp_path):
     err = first_cell_error(NAME, tmp_path, scaling_lengths=[8])
     assert err is not None, "the first cell after the parameters ran through"
     assert "scaling_lengths must be whole numbers of tokens" in str(err), repr(err)
+
+
+def test_one_model_named_twice_is_refused(tmp_path):
+    err = first_cell_error(NAME, tmp_path, models=[None, None])
+    assert err is not None and "models name one model twice" in str(err), repr(err)

@@ -93,6 +93,7 @@ def test_scaled_profile_multiplies_only_the_budgets():
     assert scaled == dict(profile, steps=100, pairs=2)  # 0.2 rounds up to 1, then the least value 2; None is "all"
     assert scaled_profile(profile, budgets, 0.0333)["steps"] == math.ceil(10_000 * 0.0333)
     assert scaled_profile(profile, budgets, 1.0) == profile
+    assert scaled_profile(dict(profile, pairs=1), budgets, 0.01)["pairs"] == 1  # never raised above the profile
     for bad in (0, -0.5, 1.5, float("nan"), True, "0.1"):
         with pytest.raises(ValueError, match="scale must be a number in"):
             scaled_profile(profile, budgets, bad)

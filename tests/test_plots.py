@@ -43,3 +43,6 @@ def test_heatmap_hover_reads_each_cells_numbers(monkeypatch):
     assert np.isnan(custom[1, 2]).all()  # the missing cell stays blank
     assert np.isnan(np.asarray(heat.z, dtype=float)[0, 0])  # a censored median (∞) is left blank
     assert np.isinf(custom[0, 0, 0])  # and its hover says ∞
+    assert not heat.reversescale
+    reversed_ = interactive_heatmap(cells, "temperature", "length", "median_time", ["pairs"], "phase", reverse_colour=True)
+    assert reversed_.data[0].reversescale  # small times bright, as in the static viridis_r diagram

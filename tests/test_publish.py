@@ -155,5 +155,9 @@ def test_upstream_tables_are_used_only_for_the_same_model_profile_scale_and_dtyp
         (upstream / "provenance.json").write_text(json.dumps({**prov, **change}))
         table, why = run.upstream_table("02_up", "phase")
         assert table is None and word in why, why
+    for models, used in (([None, "minilm6-mlm"], True), (["minilm6-mlm"], False)):
+        (upstream / "provenance.json").write_text(json.dumps({**prov, "parameters": {"models": models}}))
+        table, why = run.upstream_table("02_up", "phase")
+        assert (table is not None) == used, why
     table, why = run.upstream_table("03_absent", "phase")
     assert table is None and "no published" in why

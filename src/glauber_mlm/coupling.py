@@ -63,6 +63,14 @@ class CouplingResult:
     forward_rows: int  # conditionals evaluated in all (2 per active pair per step)
 
 
+def check_pairs(model: ConditionalModel, x0, y0) -> tuple[torch.Tensor, torch.Tensor]:
+    """Both starting batches checked (`check_states`) and of one shape (pairs, length)."""
+    x, y = check_states(model, x0), check_states(model, y0)
+    if x.shape != y.shape:
+        raise ValueError(f"x0 and y0 must have one shape (pairs, length), got {tuple(x.shape)} and {tuple(y.shape)}.")
+    return x, y
+
+
 @torch.inference_mode()
 def coupling_times(
     model: ConditionalModel,
@@ -92,9 +100,7 @@ def coupling_times(
     check_scan(scan)
     budget, speculate = check_int("budget", budget, 1), check_speculate(speculate)
     checkpoint_every = check_int("checkpoint_every", checkpoint_every, 1)
-    x, y = check_states(model, x0).clone(), check_states(model, y0).clone()
-    if x.shape != y.shape:
-        raise ValueError(f"x0 and y0 must have one shape (pairs, length), got {tuple(x.shape)} and {tuple(y.shape)}.")
+    x, y = (s.clone() for s in check_pairs(model, x0, y0))
     P, n = x.shape
     tau = as_temperatures(temperature, P, x.device)
     seeds = chain_seeds(seed, P).to(x.device)

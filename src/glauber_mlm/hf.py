@@ -11,8 +11,6 @@ import copy
 import math
 import os
 import re
-import statistics
-import time
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -20,9 +18,10 @@ from pathlib import Path
 import torch
 
 from .conditionals import check_int
-from .roofline import forward_flops, shape_from_config
+from .roofline import forward_flops, median_seconds, shape_from_config
 
-DEFAULT_MODEL = Path(__file__).resolve().parents[2] / "data" / "models" / "minilm-mlm"
+EMBEDDED_MODELS = Path(__file__).resolve().parents[2] / "data" / "models"
+DEFAULT_MODEL = EMBEDDED_MODELS / "minilm-mlm"
 REBUILD_DEFAULT = "glauber-mlm build-data && glauber-mlm train-model"
 ROBERTA_LIKE = {"roberta", "xlm-roberta", "camembert", "roberta-prelayernorm", "xlm-roberta-xl", "xmod"}
 UNUSED = re.compile(r"^(\[unused\d+\]|<unused\d+>|madeupword\d+)$")
@@ -266,17 +265,8 @@ class MLMAdapter:
 
         def seconds(rows: int) -> float:
             states, sites = state.expand(rows, n), torch.arange(rows, device=self.device) % n
-            conditional_probabilities(self, states, sites, tau[:rows], dtype)
-            times = []
-            for _ in range(3):
-                if self.device.type == "cuda":
-                    torch.cuda.synchronize(self.device)
-                start = time.perf_counter()
-                conditional_probabilities(self, states, sites, tau[:rows], dtype)
-                if self.device.type == "cuda":
-                    torch.cuda.synchronize(self.device)
-                times.append(time.perf_counter() - start)
-            return statistics.median(times)
+            return median_seconds(lambda: conditional_probabilities(self, states, sites, tau[:rows], dtype),
+                                  self.device, reps=3)
 
         one, many = seconds(1), seconds(KNEE_ROWS)
         per_row = (many - one) / (KNEE_ROWS - 1)
@@ -335,7 +325,8 @@ class MLMAdapter:
 
 
 def _resolve(name_or_path: str | Path | None, allow_pickle: bool) -> str:
-    """A local folder or a hub name; the embedded default when None. Fails early on missing or pickle-only weights."""
+    """A local folder, an embedded model's name (a folder of `data/models`, e.g. "minilm6-mlm") or a hub name; the
+    embedded default when None. Fails early on missing or pickle-only weights."""
     if name_or_path is None:
         path = DEFAULT_MODEL
         weights = path / "model.safetensors"
@@ -346,6 +337,8 @@ def _resolve(name_or_path: str | Path | None, allow_pickle: bool) -> str:
             )
         return str(path)
     path = Path(name_or_path)
+    if not path.is_dir() and (EMBEDDED_MODELS / str(name_or_path)).is_dir():
+        path = EMBEDDED_MODELS / str(name_or_path)
     if path.is_dir():
         if not any(path.glob("*.safetensors")):
             if any(path.glob("*.bin")) or any(path.glob("*.pt")):
@@ -370,7 +363,7 @@ def load_mlm(
     trust_remote_code: bool = False,
     attn_implementation: str = "sdpa",
 ) -> MLMAdapter:
-    """Load a Hugging Face masked LM (hub name or local folder; None: the embedded default).
+    """Load a Hugging Face masked LM (hub name, local folder or embedded model name; None: the embedded default).
 
     Weights load in fp32 from safetensors only (pickle needs `allow_pickle=True`); remote code runs
     only with `trust_remote_code=True`. `device`: default cuda when present, else cpu. `dtype`: the

@@ -34,7 +34,7 @@ import torch
 from tqdm.auto import tqdm
 
 from .conditionals import ConditionalModel, as_temperatures, check_int, check_memory, check_states, log_conditionals
-from .coupling import BRANCH_STREAM, Y_STREAM, CouplingResult, maximal_coupling
+from .coupling import BRANCH_STREAM, Y_STREAM, CouplingResult, check_pairs, maximal_coupling
 from .rng import sample_categorical, uniforms
 from .sampling import SITE_STREAM, TOKEN_STREAM, Trajectory, chain_seeds, check_scan, kept_bytes, working_bytes
 
@@ -284,14 +284,6 @@ def _mh_step(model, x, e, step: int, run: Setup, coupled: bool):
     return _accept(x, z, e, log_ratio, run.tau, u, run.target) + (sites,)
 
 
-def _pairs(model: ConditionalModel, x0, y0) -> torch.Tensor:
-    """The X chains stacked over the Y chains (2P × n), after checking both."""
-    x, y = check_states(model, x0), check_states(model, y0)
-    if x.shape != y.shape:
-        raise ValueError(f"x0 and y0 must have one shape (pairs, length), got {tuple(x.shape)} and {tuple(y.shape)}.")
-    return torch.cat([x, y])
-
-
 @torch.inference_mode()
 def coupled_metropolis(
     model: ConditionalModel,
@@ -312,7 +304,7 @@ def coupled_metropolis(
     Each chain alone is an MH chain of `metropolis`' law; where x0 = y0 the X path is `metropolis`' path with the
     same seed. Each trajectory's `forward_rows` counts its own chains' rows. `mh_coupling_times` gives the times."""
     steps, record_every = check_int("steps", steps, 0), check_int("record_every", record_every, 1)
-    run = prepare(model, _pairs(model, x0, y0), temperature, seed, energy, scan, block, dtype, pll_rows, copies=2)
+    run = prepare(model, torch.cat(check_pairs(model, x0, y0)), temperature, seed, energy, scan, block, dtype, pll_rows, copies=2)
     B, n = run.states.shape
     check_memory(f"coupled_metropolis ({B // 2} pairs × {n} tokens)",
                  mh_kept_bytes(B, n, steps, record_every, run.block), run.working_bytes, run.states.device,
@@ -351,7 +343,7 @@ def mh_coupling_times(
     Met pairs leave the batch; a pair's time depends on its seed only (on the exact models it is the first step
     where `coupled_metropolis`' X and Y agree)."""
     budget = check_int("budget", budget, 1)
-    run = prepare(model, _pairs(model, x0, y0), temperature, seed, energy, scan, block, dtype, pll_rows, copies=2)
+    run = prepare(model, torch.cat(check_pairs(model, x0, y0)), temperature, seed, energy, scan, block, dtype, pll_rows, copies=2)
     B, n = run.states.shape
     P = B // 2
     check_memory(f"mh_coupling_times ({P} pairs × {n} tokens)", 4 * B * n * 8, run.working_bytes, run.states.device,

@@ -74,7 +74,8 @@ def check_scale(scale) -> float:
 
 
 def scaled_profile(profile: dict, budgets: dict[str, int], scale: float) -> dict:
-    """`profile` with each budget multiplied by `scale`, rounded up and at least its least value in `budgets`.
+    """`profile` with each budget multiplied by `scale`, rounded up and at least its least value in `budgets` (but
+    never above the profile's value: a small profile's budget below the least stays as it is).
 
     Only the entries named in `budgets` change (a None budget, meaning "all", stays None); temperatures, lengths,
     grids, models and thresholds are the profile's, so a dry run takes the same code path as the full run."""
@@ -91,7 +92,7 @@ def scaled_profile(profile: dict, budgets: dict[str, int], scale: float) -> dict
         if isinstance(value, bool) or not isinstance(value, numbers.Integral):
             raise ValueError(f"budget {key!r} must be a whole number in the profile (a count of steps, pairs, "
                              f"chains …), got {value!r}: only such entries can be scaled.")
-        scaled[key] = max(int(least), math.ceil(value * scale)) if scale < 1 else value
+        scaled[key] = min(value, max(int(least), math.ceil(value * scale)))  # never above the profile's own value
     return scaled
 
 
@@ -168,9 +169,10 @@ class Run:
     def upstream_table(self, notebook: str, table: str):
         """(DataFrame, source) for `notebook`'s published `table`, or (None, why not) when it must not be used.
 
-        It is used only when the other notebook's provenance is complete and names the same profile, scale, model
-        and forward dtype as this run: a smoke table never feeds a cpu page, a dry run never a full one, nor one
-        model's table another's.
+        It is used only when the other notebook's provenance is complete and names the same profile, scale and
+        forward dtype as this run, and this run's model among its models: a smoke table never feeds a cpu page, a
+        dry run never a full one, nor one model's table another's (a table with a `model` column holds several
+        models' rows: the caller keeps its own).
         The published results folder is `$GLAUBER_MLM_RESULTS` (set by `glauber-mlm run/book`), else this run's parent.
         """
         import pandas as pd
@@ -184,11 +186,13 @@ class Run:
             prov = json.loads(prov_path.read_text())
         except ValueError:
             return None, f"{notebook}'s provenance.json is not valid JSON"
-        mine = {"profile": self.profile, "scale": self.scale, "model": self.params.get("model"),
-                "forward dtype": self.forward_dtype()}
-        theirs = {"profile": prov.get("profile"), "scale": prov.get("scale", 1.0),
-                  "model": prov.get("parameters", {}).get("model"), "forward dtype": prov.get("forward_dtype")}
+        mine = {"profile": self.profile, "scale": self.scale, "forward dtype": self.forward_dtype()}
+        theirs = {"profile": prov.get("profile"), "scale": prov.get("scale", 1.0), "forward dtype": prov.get("forward_dtype")}
         differ = [f"{k} {theirs[k]!r} ≠ {mine[k]!r}" for k in mine if theirs[k] != mine[k]]
+        params = prov.get("parameters", {})
+        their_models = params["models"] if "models" in params else [params.get("model")]
+        if self.params.get("model") not in their_models:
+            differ.append(f"models {their_models!r} lack {self.params.get('model')!r}")
         if differ:
             return None, f"{notebook}'s published run differs from this one ({', '.join(differ)})"
         return pd.read_csv(path), f"{notebook}/{table}.csv, run {prov.get('run_id', '?')}"

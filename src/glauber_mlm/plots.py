@@ -147,9 +147,11 @@ def _add_time_slider(fig, frame, x: str, y: str, group: str, time: str, hover: l
                              for step in shown])])
 
 
-def interactive_heatmap(frame, x: str, y: str, z: str, hover: list[str], title: str, log_colour: bool = True):
-    """An interactive Plotly heat map of `frame` on its (x, y) grid, colour `z` (on a log scale when `log_colour`),
-    hover showing every `hover` column of the cell; returned as `interactive_map` returns its figure."""
+def interactive_heatmap(frame, x: str, y: str, z: str, hover: list[str], title: str, log_colour: bool = True,
+                        reverse_colour: bool = False):
+    """An interactive Plotly heat map of `frame` on its (x, y) grid, colour `z` (on a log scale when `log_colour`;
+    Viridis, reversed when `reverse_colour` to match a static `viridis_r` figure), hover showing every `hover`
+    column of the cell; returned as `interactive_map` returns its figure."""
     import plotly.graph_objects as go
 
     xs, ys = sorted(frame[x].unique()), sorted(frame[y].unique())
@@ -160,7 +162,7 @@ def interactive_heatmap(frame, x: str, y: str, z: str, hover: list[str], title: 
     template = f"{x} %{{x}}<br>{y} %{{y}}<br>" + "<br>".join(
         f"{c}: %{{customdata[{k}]:.4g}}" for k, c in enumerate(hover)) + "<extra></extra>"
     fig = go.Figure(go.Heatmap(x=[f"{a:g}" for a in xs], y=[f"{b:g}" for b in ys], z=shown, customdata=custom,
-                               hovertemplate=template, colorscale="Viridis",
+                               hovertemplate=template, colorscale="Viridis", reversescale=reverse_colour,
                                colorbar=dict(title=f"log₁₀ {z}" if log_colour else z)))
     fig.update_layout(template="plotly_white", title=title, height=420, margin=dict(l=40, r=20, t=60, b=40),
                       xaxis_title=x, yaxis_title=y, plot_bgcolor="#404040")  # cells without a colour: dark

@@ -68,7 +68,8 @@ class Machine:
     device: str
 
 
-def _median_seconds(fn, device: torch.device, reps: int = 5) -> float:
+def median_seconds(fn, device: torch.device, reps: int = 5) -> float:
+    """Median wall time of `fn()` over `reps` calls after one warm-up call (CUDA synchronised around each)."""
     fn()
     times = []
     for _ in range(reps):
@@ -89,9 +90,9 @@ def measure_machine(device: str = "cpu", dtype: torch.dtype = torch.float32, siz
     no cache holds). Medians of five timings after a warm-up; cached per process."""
     dev = torch.device(device)
     a, b = torch.randn(size, size, device=dev).to(dtype), torch.randn(size, size, device=dev).to(dtype)
-    peak = 2 * size**3 / _median_seconds(lambda: a @ b, dev)
+    peak = 2 * size**3 / median_seconds(lambda: a @ b, dev)
     buffer = torch.ones(read_mib * 2**18, device=dev)  # float32: 4 bytes each
-    bandwidth = buffer.numel() * 4 / _median_seconds(buffer.sum, dev)
+    bandwidth = buffer.numel() * 4 / median_seconds(buffer.sum, dev)
     return Machine(peak, bandwidth, str(dtype).removeprefix("torch."), device)
 
 

@@ -199,13 +199,15 @@ def count_01(p: dict) -> list[Work]:
 def count_02(p: dict) -> list[Work]:
     """02_high_temperature_mixing: the cell 'Coupling times on the (τ, n) grid' (per length, one batch of
     temperatures × seeds × pairs coupled pairs, 2 conditionals per pair per step, ≤ budget steps) and the scaling
-    study's cell (per distinct length, scaling_temperatures × scaling_pairs pairs, ≤ scaling_budget steps).
+    study's cell (first model; per distinct length, scaling_temperatures × scaling_pairs pairs, ≤ scaling_budget
+    steps). The phase diagram runs once per model.
     Upper bounds: pairs that meet leave the batch."""
+    models = [p["models"]] if isinstance(p["models"], str) else p["models"]
     P, budget = len(p["temperatures"]) * p["seeds"] * p["pairs"], p["budget"]
-    work = [Work("phase diagram: coupled pairs", p["model"], n, 2 * P * budget, budget, upper=True)
-            for n in sorted(p["lengths"])]
+    work = [Work("phase diagram: coupled pairs", m, n, 2 * P * budget, budget, upper=True)
+            for m in models for n in sorted(p["lengths"])]
     P, budget = len(p["scaling_temperatures"]) * p["scaling_pairs"], p["scaling_budget"]
-    work += [Work("scaling study: coupled pairs", p["model"], n, 2 * P * budget, budget, upper=True)
+    work += [Work("scaling study: coupled pairs", models[0], n, 2 * P * budget, budget, upper=True)
              for n in sorted(set(p["scaling_lengths"]))]
     return work
 
@@ -339,7 +341,7 @@ def plan(names: list[str], profile: str, model: str | None = None, overrides: di
         params[name] = resolved_parameters(name, profile, model, overrides, notebooks_dir, scale)
         works[name] = COUNTERS[name](params[name])
     mixing, margins = "02_high_temperature_mixing", "05_influence_and_margin"
-    if mixing in works and margins in works and params[mixing]["model"] == params[margins]["model"]:
+    if mixing in works and margins in works and params[margins]["model"] in params[mixing]["models"]:
         works[margins] = [w for w in works[margins] if w.note != PHASE_FROM_02]
     return works
 
