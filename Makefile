@@ -18,7 +18,7 @@ $(PY):
 install: $(PY)
 
 test: $(PY)
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n auto --dist loadgroup
 
 # executes notebooks/*.py with papermill into book/notebooks/ (only those whose inputs changed; FORCE=1: all),
 # then jupyter-book build -W (see README)

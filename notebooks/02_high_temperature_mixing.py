@@ -34,7 +34,7 @@
 # :::
 
 # %% tags=["parameters"]
-profile = "cpu"        # smoke (tests, < 1 min) | cpu (embedded model, offline) | paper (GPU, hub models)
+profile = "cpu"        # smoke (tests, < 1 min) | cpu (the two embedded models, offline) | paper (GPU, hub models)
 models = None          # None: the profile's models; else a list of hub names / local folders (None: embedded model)
 device = None          # None: cuda when present, else cpu
 seed = None

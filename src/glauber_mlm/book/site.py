@@ -16,12 +16,13 @@ from .errors import BookError
 from .parameters import REPO
 from .publish import check_published, problems
 
-MODEL_CARD = Path("data") / "models" / "minilm-mlm" / "README.md"
+MODELS = Path("data") / "models"
+MODEL_CARDS = ("minilm-mlm", "minilm6-mlm")  # the embedded models whose cards book/model_card.md includes
 GENERATED_PAGES = {"execution.md"}
 
 
 def prepare_root(root: Path) -> Path:
-    """Copy the book's config, toc, static files (CSS), prose pages (with their images) and the model card into `root`.
+    """Copy the book's config, toc, static files (CSS), prose pages (with their images) and the model cards into `root`.
 
     They are refreshed on every call (a build folder holds no edits of its own); a model card missing
     from the repository becomes a one-line placeholder in `root`. Nothing is copied when `root` is
@@ -38,13 +39,14 @@ def prepare_root(root: Path) -> Path:
     for page in sorted((REPO / "book").iterdir()):  # prose pages and the figures they show
         if page.is_file() and page.name not in GENERATED_PAGES and not page.name.startswith("."):
             shutil.copy2(page, root / "book" / page.name)
-    card = root / MODEL_CARD
-    card.parent.mkdir(parents=True, exist_ok=True)
-    if (REPO / MODEL_CARD).exists():
-        shutil.copy2(REPO / MODEL_CARD, card)
-    elif not card.exists():  # the model (and its card) is not in this checkout yet
-        card.write_text("# minilm-mlm\n\nThe embedded model's card is not in this checkout yet "
-                        f"(`{MODEL_CARD.as_posix()}`).\n")
+    for name in MODEL_CARDS:
+        card = root / MODELS / name / "README.md"
+        card.parent.mkdir(parents=True, exist_ok=True)
+        if (REPO / MODELS / name / "README.md").exists():
+            shutil.copy2(REPO / MODELS / name / "README.md", card)
+        elif not card.exists():  # the model (and its card) is not in this checkout yet
+            card.write_text(f"# {name}\n\nThis embedded model's card is not in this checkout yet "
+                            f"(`{(MODELS / name / 'README.md').as_posix()}`).\n")
     return root
 
 
