@@ -65,6 +65,7 @@ def test_flops_formula_and_model_shapes():
     embedded = model_shape(None)
     assert (embedded.hidden, embedded.layers) == (config["hidden_size"], config["num_hidden_layers"])
     assert model_shape(str(DEFAULT_MODEL)) == embedded
+    assert model_shape(DEFAULT_MODEL.name) == embedded  # an embedded model by name, as load_mlm resolves it
     assert model_shape(None, "embedder").layers == 6  # all-MiniLM-L6-v2
     assert set(PUBLISHED_CONFIGS) >= {"bert-base-uncased", "roberta-base"}
 

@@ -106,8 +106,13 @@ def _default_folder(kind: str) -> Path:
 
 
 def model_shape(ref: str | None, kind: str = "mlm") -> Shape:
-    """The Shape of a model: None → the embedded default, a folder → its config.json, a hub name → PUBLISHED_CONFIGS."""
+    """The Shape of a model: None → the embedded default, a folder or an embedded model's name → its config.json,
+    a hub name → PUBLISHED_CONFIGS."""
+    from ..hf import EMBEDDED_MODELS
+
     folder = _default_folder(kind) if ref is None else Path(ref).expanduser()
+    if ref is not None and not folder.is_dir() and (EMBEDDED_MODELS / ref).is_dir():
+        folder = EMBEDDED_MODELS / ref  # an embedded model by name, as load_mlm resolves it
     config = folder / "config.json"
     if config.is_file():
         return shape_from_config(json.loads(config.read_text()), str(config))
