@@ -190,6 +190,13 @@ for ax, m in zip(axes[0], mlms):
 axes[0][0].set_ylabel("length n (tokens)")
 fig.colorbar(mesh, ax=axes[0].tolist(), label=f"median coupling step (budget {run['budget']})")
 run.save_figure(fig, "phase_diagram")
+for name, b in boundaries.items():
+    print(f"{name}: slow-to-fast boundary τ = {b:g}" + ("" if np.isfinite(b) else " (the highest grid temperature does not couple every length)"))
+if len(boundaries) > 1:
+    steps = {name: sorted(taus).index(b) if np.isfinite(b) else len(taus) for name, b in boundaries.items()}
+    spread = max(steps.values()) - min(steps.values())
+    print("the models share one boundary on this grid" if spread == 0 else
+          f"the models' boundaries lie {spread} grid temperature(s) apart")
 
 # %% [markdown]
 # :::{glue:figure} fig:phase_diagram
