@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import signal
 from pathlib import Path
 
 import pytest
@@ -74,8 +76,9 @@ def _tiny_run(tmp_path: Path, out: Path, *extra: str) -> int:
                        "--seed", "5", "--no-save", *extra])
 
 
-def test_ctrl_c_saves_the_state_and_resume_continues_the_same_run(tmp_path: Path,
-                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_stop_signal_saves_the_state_between_steps_and_resume_continues_the_same_run(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sig: signal.Signals) -> None:
     _write_docs(tmp_path / "train.jsonl", 20)
     _write_docs(tmp_path / "eval.jsonl", 4)
     straight, broken = tmp_path / "straight", tmp_path / "broken"
@@ -83,16 +86,17 @@ def test_ctrl_c_saves_the_state_and_resume_continues_the_same_run(tmp_path: Path
     real_step = train.train_step
     calls = {"n": 0}
 
-    def interrupted(*args, **kwargs):
+    def signalled_mid_step(*args, **kwargs):
         calls["n"] += 1
         if calls["n"] == 4:
-            raise KeyboardInterrupt
+            os.kill(os.getpid(), sig)  # arrives inside the 4th step: the step completes, then the loop stops
         return real_step(*args, **kwargs)
 
-    monkeypatch.setattr(train, "train_step", interrupted)
-    with pytest.raises(KeyboardInterrupt):
+    monkeypatch.setattr(train, "train_step", signalled_mid_step)
+    before = signal.getsignal(sig)
+    with pytest.raises(KeyboardInterrupt, match=sig.name):
         _tiny_run(tmp_path, broken)
-    assert torch.load(broken / train.TRAINING_STATE, weights_only=True)["step"] == 3
+    assert signal.getsignal(sig) == before and torch.load(broken / train.TRAINING_STATE, weights_only=True)["step"] == 4
     monkeypatch.setattr(train, "train_step", real_step)
     assert _tiny_run(tmp_path, broken, "--resume") == 0
     a = torch.load(straight / train.TRAINING_STATE, weights_only=True)

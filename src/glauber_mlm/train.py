@@ -20,6 +20,7 @@ import os
 import random
 import re
 import shlex
+import signal
 import sys
 import time
 from pathlib import Path
@@ -283,6 +284,28 @@ def train_step(model, opt, train_seqs: torch.Tensor, tokenizer, special: torch.T
     return loss.item()
 
 
+class StopRequest:
+    """Within `with StopRequest() as stop:`, Ctrl-C and SIGTERM (a scheduler's stop, `kill`) set `stop.signal`
+    instead of interrupting: the loop stops between two steps, never inside one, and saves its state. Installed
+    explicitly, since a background job's shell leaves SIGINT ignored; the previous handlers come back on exit."""
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+    def __init__(self) -> None:
+        self.signal: str | None = None
+
+    def __enter__(self) -> "StopRequest":
+        self._previous = {sig: signal.signal(sig, self._note) for sig in self.SIGNALS}
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+
+    def _note(self, signum, frame) -> None:
+        self.signal = signal.Signals(signum).name
+
+
 def save_state(path: Path, model, opt, gen: torch.Generator, step: int, losses: list[float], seconds: float) -> None:
     """Everything a resumed run needs (fp32 weights, optimizer, sampler RNG, step, time spent), written atomically."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -331,31 +354,30 @@ def train(args: argparse.Namespace) -> dict:
     start = time.time() - before
     last_ckpt = time.time()
     model.train()
-    while True:
-        elapsed = time.time() - start
-        progress = step / args.max_steps if args.max_steps else elapsed / budget
-        if progress >= 1.0:
-            break
-        for g in opt.param_groups:
-            g["lr"] = args.lr * lr_factor(step, args.warmup, progress)
-        try:
-            loss = train_step(model, opt, train_seqs, tokenizer, special, gen, args)
-        except KeyboardInterrupt:
-            save_state(args.out / TRAINING_STATE, model, opt, gen, step, losses, time.time() - start)
-            log(args, f"interrupted: state at step {step} saved; continue with --resume")
-            raise
-        losses.append(loss)
-        step += 1
-        if step % args.log_every == 0:
-            log(args, f"step {step} loss {np.mean(losses[-args.log_every:]):.3f} "
-                      f"lr {opt.param_groups[0]['lr']:.2e} {time.time() - start:.0f}s")
-        if args.eval_every and step % args.eval_every == 0:
-            m = evaluate(model, eval_seqs[:256], tokenizer, real, bf16=args.bf16)
-            log(args, f"eval step {step}: top1 {m['top1']:.3f} top5 {m['top5']:.3f} loss {m['loss']:.3f}")
-        if args.ckpt_minutes and time.time() - last_ckpt > args.ckpt_minutes * 60:
-            save_state(args.out / TRAINING_STATE, model, opt, gen, step, losses, time.time() - start)
-            last_ckpt = time.time()
-            log(args, f"checkpoint at step {step}")
+    with StopRequest() as stop:
+        while True:
+            if stop.signal:
+                save_state(args.out / TRAINING_STATE, model, opt, gen, step, losses, time.time() - start)
+                log(args, f"{stop.signal}: state at step {step} saved; continue with --resume")
+                raise KeyboardInterrupt(stop.signal)
+            elapsed = time.time() - start
+            progress = step / args.max_steps if args.max_steps else elapsed / budget
+            if progress >= 1.0:
+                break
+            for g in opt.param_groups:
+                g["lr"] = args.lr * lr_factor(step, args.warmup, progress)
+            losses.append(train_step(model, opt, train_seqs, tokenizer, special, gen, args))
+            step += 1
+            if step % args.log_every == 0:
+                log(args, f"step {step} loss {np.mean(losses[-args.log_every:]):.3f} "
+                          f"lr {opt.param_groups[0]['lr']:.2e} {time.time() - start:.0f}s")
+            if args.eval_every and step % args.eval_every == 0:
+                m = evaluate(model, eval_seqs[:256], tokenizer, real, bf16=args.bf16)
+                log(args, f"eval step {step}: top1 {m['top1']:.3f} top5 {m['top5']:.3f} loss {m['loss']:.3f}")
+            if args.ckpt_minutes and time.time() - last_ckpt > args.ckpt_minutes * 60:
+                save_state(args.out / TRAINING_STATE, model, opt, gen, step, losses, time.time() - start)
+                last_ckpt = time.time()
+                log(args, f"checkpoint at step {step}")
     save_state(args.out / TRAINING_STATE, model, opt, gen, step, losses, time.time() - start)
     wall = time.time() - start
     metrics = evaluate(model, eval_seqs, tokenizer, real, bf16=args.bf16, unigram=unigram)
