@@ -5,7 +5,8 @@ import math
 import numpy as np
 import pytest
 
-from glauber_mlm.stats import km_median, km_survival, saturation_curve, slow_to_fast_boundary, tv_null_test
+from glauber_mlm.stats import (km_median, km_survival, proportion_ci, saturation_curve, slow_to_fast_boundary,
+                               tv_null_test)
 
 inf = np.inf
 
@@ -127,3 +128,15 @@ def test_tv_null_test_is_calibrated_and_catches_a_wrong_law():
     assert r["p_value"] < 0.01 and r["tv"] > r["null_high"]
     with pytest.raises(ValueError, match="chains ≥ 2"):
         tv_null_test(counts[:1], law)
+
+
+def test_wilson_interval_contains_its_estimate_at_the_ends():
+    # Wilson's bounds at p̂ = 0 and 1 are exactly 0 and 1; in floats they can round just inside (e.g. 0.9999999999999999
+    # at 2000 of 2000), which would leave the estimate outside its own interval
+    for n in range(1, 3001):
+        p, low, high = proportion_ci(n, n)
+        assert p == 1.0 == high and 0 < low < 1
+        p, low, high = proportion_ci(0, n)
+        assert p == 0.0 == low and 0 < high < 1
+    p, low, high = proportion_ci(30, 100)  # a textbook value: Wilson 95% for 30/100 is [0.219, 0.396]
+    assert (round(low, 3), round(high, 3)) == (0.219, 0.396) and low < p < high

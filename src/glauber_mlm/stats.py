@@ -44,7 +44,9 @@ def proportion_ci(successes: int, trials: int, level: float = 0.95) -> tuple[flo
     p = successes / trials
     centre = (p + z * z / (2 * trials)) / (1 + z * z / trials)
     half = z * np.sqrt(p * (1 - p) / trials + z * z / (4 * trials**2)) / (1 + z * z / trials)
-    return p, float(centre - half), float(centre + half)
+    # at p̂ = 0 or 1 the Wilson bound is exactly p̂: rounding must neither leave the estimate outside its interval
+    # nor the interval outside [0, 1]
+    return p, float(max(0.0, min(centre - half, p))), float(min(1.0, max(centre + half, p)))
 
 
 def saturation_curve(samples, reduce, n_perm: int = 200, level: float = 0.9, seed: int = 0
