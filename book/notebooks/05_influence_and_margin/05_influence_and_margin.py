@@ -65,7 +65,6 @@ output_dir = None
 
 # %%
 import math
-from pathlib import Path
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -131,6 +130,8 @@ texts = load_passages(run["passages"])
 influence_contexts = {n: sample_passages(mlm, texts, n, run["contexts"], seed=run["seed"] + n)[0] for n in ns}
 chain_starts = sample_passages(mlm, texts, L, run["chain_passages"], seed=run["seed"] + 7919)[0]
 phase, phase_source = run.upstream_table("02_high_temperature_mixing", "phase_diagram")
+if phase is not None and "model" in phase:
+    phase = phase[phase.model == mlm.name].drop(columns="model")  # 02 holds one diagram per model: this model's
 run.show()
 
 # %% [markdown]

@@ -27,7 +27,10 @@
 # its proposal and corrects them towards a target that can be written down, π(x) ∝ exp(PLL(x)/τ) with the
 # pseudo-log-likelihood $\mathrm{PLL}(x) = \sum_i \log q_i^1(x_i \mid x_{-i})$. For a one-site proposal at
 # site i the acceptance ratio reduces to
-# $\log \alpha = \frac{1}{\tau} \sum_{j \ne i} \big[\log q_j^1(x_j \mid x'_{-j}) - \log q_j^1(x_j \mid x_{-j})\big]$:
+#
+# $$\log \alpha = \frac{1}{\tau} \sum_{j \ne i} \Delta_j, \qquad
+# \Delta_j = \log \frac{q_j^1(x_j \mid x'_{-j})}{q_j^1(x_j \mid x_{-j})}:$$
+#
 # the proposal is rejected when the new token makes the other sites' own tokens less likely, a quantity that
 # vanishes for a compatible model's joint and shrinks like 1/τ. What does the correction cost (rejections,
 # forward rows), and does it move the slow-to-fast boundary of the coupling times?
