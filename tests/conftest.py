@@ -14,13 +14,13 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
 
     torch.set_num_threads(1)
 
-# files that share the smoke profile's notebook runs (tests/notebook_runner.py caches them per process) and the
-# first UMAP compilation run on one worker, so each of those runs happens once per session
-ONE_WORKER = {"test_book.py", "test_semantic.py"}
+# files that share the smoke profile's notebook runs (tests/notebook_runner.py caches them per process) run on one
+# worker, so each of those runs happens once per session (02's tests run two models: a run of their own)
+SHARED_RUNS = {"test_book.py", "test_nb_exact.py", "test_nb_rectangle.py", "test_nb_traps.py", "test_nb_political.py",
+               "test_nb_influence.py", "test_nb_diagnostics_mh.py"}
 
 
 def pytest_collection_modifyitems(items):
     for item in items:
-        name = item.path.name
-        if name in ONE_WORKER or name.startswith("test_nb_"):
+        if item.path.name in SHARED_RUNS:
             item.add_marker(pytest.mark.xdist_group("smoke_runs"))
