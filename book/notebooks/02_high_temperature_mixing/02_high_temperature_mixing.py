@@ -174,6 +174,7 @@ for ax, m in zip(axes[0], mlms):
     grid_T = cells.pivot(index="length", columns="temperature", values="median_time")
     grid_met = cells.pivot(index="length", columns="temperature", values="met_fraction")
     ax.set_facecolor("black")
+    ax.grid(False)  # the style's grid would cross the black (censored) cells
     finite = np.isfinite(grid_T.to_numpy())
     mesh = ax.pcolormesh(np.arange(len(taus) + 1), np.arange(len(ns) + 1), np.ma.masked_where(~finite, grid_T.to_numpy()),
                          cmap="viridis_r", norm=LogNorm(vmin=vmin, vmax=run["budget"]))

@@ -28,8 +28,9 @@
 # pseudo-log-likelihood $\mathrm{PLL}(x) = \sum_i \log q_i^1(x_i \mid x_{-i})$. For a one-site proposal at
 # site i the acceptance ratio reduces to
 #
-# $$\log \alpha = \frac{1}{\tau} \sum_{j \ne i} \Delta_j, \qquad
-# \Delta_j = \log \frac{q_j^1(x_j \mid x'_{-j})}{q_j^1(x_j \mid x_{-j})}:$$
+# $$\log \alpha = \frac{1}{\tau} \sum_{j \ne i} \Delta_j,$$
+#
+# $$\Delta_j = \log \frac{q_j^1(x_j \mid x'_{-j})}{q_j^1(x_j \mid x_{-j})}:$$
 #
 # the proposal is rejected when the new token makes the other sites' own tokens less likely, a quantity that
 # vanishes for a compatible model's joint and shrinks like 1/τ. What does the correction cost (rejections,
