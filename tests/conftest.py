@@ -14,13 +14,17 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
 
     torch.set_num_threads(1)
 
-# files that share the smoke profile's notebook runs (tests/notebook_runner.py caches them per process) run on one
-# worker, so each of those runs happens once per session (02's tests run two models: a run of their own)
-SHARED_RUNS = {"test_book.py", "test_nb_exact.py", "test_nb_rectangle.py", "test_nb_traps.py", "test_nb_political.py",
-               "test_nb_influence.py", "test_nb_diagnostics_mh.py"}
+# files that share an expensive run run on one worker, so that run happens once per session: the smoke profile's
+# notebook runs (tests/notebook_runner.py caches them per process; 02's tests run two models, a run of their own) and
+# the paper dry run (a module fixture that each worker would otherwise repeat)
+GROUPS = {"smoke_runs": {"test_book.py", "test_nb_exact.py", "test_nb_rectangle.py", "test_nb_traps.py",
+                         "test_nb_political.py", "test_nb_influence.py", "test_nb_diagnostics_mh.py"},
+          "paper_dry_run": {"test_paper_dry_run.py"}}
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups
 def pytest_collection_modifyitems(items):
     for item in items:
-        if item.path.name in SHARED_RUNS:
-            item.add_marker(pytest.mark.xdist_group("smoke_runs"))
+        for group, files in GROUPS.items():
+            if item.path.name in files:
+                item.add_marker(pytest.mark.xdist_group(group))
