@@ -15,11 +15,15 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
     torch.set_num_threads(1)
 
 # files that share an expensive run run on one worker, so that run happens once per session: the smoke profile's
-# notebook runs (tests/notebook_runner.py caches them per process; 02's tests run two models, a run of their own) and
-# the paper dry run (a module fixture that each worker would otherwise repeat)
+# notebook runs (tests/notebook_runner.py caches them per process; 02's tests run two models, a run of their own), the
+# paper dry run, and each file whose module fixture executes notebooks (xdist would repeat it on every worker that
+# takes one of the file's tests)
 GROUPS = {"smoke_runs": {"test_book.py", "test_nb_exact.py", "test_nb_rectangle.py", "test_nb_traps.py",
                          "test_nb_political.py", "test_nb_influence.py", "test_nb_diagnostics_mh.py"},
-          "paper_dry_run": {"test_paper_dry_run.py"}}
+          "paper_dry_run": {"test_paper_dry_run.py"},
+          "published_root": {"test_publish.py"},
+          "cache_world": {"test_cache.py"},
+          "mixing_runs": {"test_nb_mixing.py"}}
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups
@@ -28,3 +32,11 @@ def pytest_collection_modifyitems(items):
         for group, files in GROUPS.items():
             if item.path.name in files:
                 item.add_marker(pytest.mark.xdist_group(group))
+
+
+def pytest_runtest_setup(item):
+    """On a loadgroup worker, fail a grouped test that xdist did not tag with its group, before its heavy fixtures
+    (each worker would repeat the shared runs, and the suite would silently take twice as long)."""
+    if getattr(item.config.option, "loadgroup", False) and item.get_closest_marker("xdist_group") and "@" not in item.nodeid:
+        pytest.fail("pytest-xdist ignored this test's xdist_group, as it does under pytest 9.2 (pytest-xdist #1386): "
+                    "`pip install 'pytest<9.2'`, as the dev extra pins", pytrace=False)
