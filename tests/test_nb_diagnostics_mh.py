@@ -11,7 +11,7 @@ from glauber_mlm.stats import km_median
 from notebook_runner import execute, first_cell_error, read_table
 
 NAME = "06_has_my_chain_mixed"
-TEMPS, CHAINS, STEPS, PAIRS, MH_CHAINS, MH_PAIRS, N = [0.25, 8.0], 4, 40, 2, 2, 2, 4  # the smoke profile
+TEMPS, CHAINS, STEPS, PAIRS, MH_CHAINS, MH_PAIRS, N, MH_LENGTHS = [0.25, 8.0], 4, 40, 2, 2, 2, 4, [4, 6]  # smoke
 SAMPLERS = ["Glauber", "MH (PLL target)"]
 pytestmark = pytest.mark.skipif(not (DEFAULT_MODEL / "model.safetensors").is_file(),
                                 reason="the embedded default model is not built yet")
@@ -72,13 +72,15 @@ def test_the_agreement_table_follows_the_stated_rule(out):
 
 
 def test_mh_acceptance_and_forward_rows(out):
-    a = read_table(out, "mh_acceptance")
-    assert list(a.columns) == ["temperature", "chains", "steps", "changing_share", "acceptance", "acceptance_low",
+    every = read_table(out, "mh_acceptance")
+    assert list(every.columns) == ["length", "temperature", "chains", "steps", "changing_share", "acceptance", "acceptance_low",
                                "acceptance_high", "rows_per_step"]
-    assert list(a.temperature) == TEMPS and (a.chains == MH_CHAINS).all() and (a.steps == STEPS).all()
-    assert a.changing_share.between(0, 1).all() and a.acceptance.between(0, 1).all()
-    assert (a.acceptance_low <= a.acceptance).all() and (a.acceptance <= a.acceptance_high).all()
-    assert np.allclose(a.rows_per_step, 1 + N * a.changing_share)
+    assert list(every.length) == [L for L in MH_LENGTHS for _ in TEMPS] and list(every.temperature) == TEMPS * 2
+    assert (every.chains == MH_CHAINS).all() and (every.steps == STEPS).all()
+    assert every.changing_share.between(0, 1).all() and every.acceptance.between(0, 1).all()
+    assert (every.acceptance_low <= every.acceptance).all() and (every.acceptance <= every.acceptance_high).all()
+    assert np.allclose(every.rows_per_step, 1 + every.length * every.changing_share)
+    a = every[every.length == N]  # the chains whose forward rows the cost table counts
     cost = read_table(out, "forward_rows").set_index(["sampler", "run"])
     assert list(cost.columns) == ["forward_rows", "chain_steps", "rows_per_chain_step"]
     # metropolis: one proposal row per chain-step, n PLL rows for each start and each proposal that changed a token
@@ -99,6 +101,7 @@ def test_mh_acceptance_and_forward_rows(out):
     (dict(length=10000), "length must be an integer"),
     (dict(mh_pairs=3), "mh_pairs must be an integer ≥ 1 and ≤ 2"),
     (dict(pll_every=6), "pll_every must be an integer ≥ 1 and ≤ 5"),
+    (dict(mh_lengths=[6, 8]), "that include length = 4"),
 ])
 def test_bad_parameters_stop_the_first_cell(tmp_path, params, message):
     err = first_cell_error(NAME, tmp_path, **params)

@@ -213,8 +213,15 @@ def test_06_chains_energies_and_pairs_against_the_plan(mlm, texts):
     counted = CountingModel(mlm)
     mh = gm.metropolis(counted, starts[:M].repeat(T, 1), S, temperature=torch.tensor(taus).repeat_interleave(M),
                        seed=p["seed"] * 1_000_000 + 600_000 + torch.arange(T * M))
-    planned = line(works, "MH chains")
+    planned = line(works, "MH chains (proposals")
     assert mh.forward_rows == counted.rows <= planned.rows and counted.calls <= planned.calls and planned.upper
+    for L in sorted(set(p["mh_lengths"]) - {n}):
+        counted = CountingModel(mlm)
+        other = sample_passages(mlm, texts, L, M, seed=p["seed"] * 1_000_003 + L)[0]
+        gm.metropolis(counted, other.repeat(T, 1), S, temperature=torch.tensor(taus).repeat_interleave(M),
+                      seed=p["seed"] * 1_000_000 + 600_000 + 1_000 * (L - n) + torch.arange(T * M))
+        planned = line(works, f"MH chains at n = {L}")
+        assert counted.rows <= planned.rows and counted.calls <= planned.calls and planned.n == L
     counted = CountingModel(mlm)
     res = gm.mh_coupling_times(counted, x0[:Q].repeat(T, 1), y0[:Q].repeat(T, 1), S,
                                temperature=torch.tensor(taus).repeat_interleave(Q),

@@ -281,8 +281,9 @@ def count_06(p: dict) -> list[Work]:
     """06_has_my_chain_mixed, with T temperatures, n = length and S = steps: the chains `gm.glauber(...)`
     (T · chains, S steps); `gm.pseudo_log_likelihood` on every pll_every-th state (n rows per chain and reading, in
     calls of `pll_chunk` rows); `gm.coupling_times` (≤ 2 · T · pairs · S); the MH chains `gm.metropolis(...)` (one
-    proposal row per chain-step, ≤ n PLL rows for the start and for each proposal that changes a token); and
-    `gm.mh_coupling_times` (as many for 2 · T · mh_pairs chains). Upper bounds: pairs that meet leave the batch,
+    proposal row per chain-step, ≤ n PLL rows for the start and for each proposal that changes a token), at n and at
+    each other length L of mh_lengths (L rows per PLL there); and `gm.mh_coupling_times` (as many for 2 · T · mh_pairs
+    chains). Upper bounds: pairs that meet leave the batch,
     and only proposals that change a token cost a PLL."""
     from ..metropolis import PLL_CHUNK_BYTES
 
@@ -291,15 +292,17 @@ def count_06(p: dict) -> list[Work]:
     readings = chains * (S // p["pll_every"] + 1) * n
     chunk = max(1, PLL_CHUNK_BYTES // (8 * model_shape(m).vocab))  # metropolis.pll_chunk, without loading the model
 
-    def mh(part: str, B: int) -> Work:
-        """B MH chains: a proposal row per chain-step, and a PLL of the start and of every changed proposal."""
-        pll_calls = math.ceil(B * n / chunk)
-        return Work(part, m, n, B * (S + n * (S + 1)), S + (S + 1) * pll_calls, upper=True)
+    def mh(part: str, B: int, L: int = n) -> Work:
+        """B MH chains of L tokens: a proposal row per chain-step, and a PLL of the start and of every changed proposal."""
+        pll_calls = math.ceil(B * L / chunk)
+        return Work(part, m, L, B * (S + L * (S + 1)), S + (S + 1) * pll_calls, upper=True)
 
     return [Work("Glauber chains", m, n, chains * S, S),
             Work("PLL energy of the chains' states", m, n, readings, math.ceil(readings / chunk)),
             Work("coupled Glauber pairs", m, n, 2 * T * p["pairs"] * S, S, upper=True),
             mh("MH chains (proposals and PLL)", mh_chains),
+            *(mh(f"MH chains at n = {L} (acceptance against n)", mh_chains, L) for L in sorted(set(p["mh_lengths"]))
+              if L != n),
             mh("coupled MH pairs (proposals and PLL)", mh_paired_chains)]
 
 
