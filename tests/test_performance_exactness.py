@@ -6,6 +6,7 @@ import torch
 from scipy.stats import chi2
 
 from glauber_mlm import exact, glauber, load_mlm
+from glauber_mlm.roofline import Shape, shape_from_config, speculation_knee
 from glauber_mlm.sampling import speculation_width, speculation_widths
 from tiny_models import save_tiny
 
@@ -118,12 +119,18 @@ def test_adaptive_speculation_gives_the_plain_coupling_times():
     assert torch.equal(plain.times, auto.times) and torch.equal(plain.met, auto.met)
 
 
-def test_speculation_knee_is_measured_and_shrinks_with_length(tiny_bert):
+def test_speculation_knee_comes_from_the_shape_not_a_clock(tiny_bert):
+    """The knee is a function of shape, length, device type and dtype: the same on every call and every load (a timed
+    knee changed the batch widths between runs, and with them the float rounding of the draws)."""
+    shape = shape_from_config(tiny_bert.model.config.to_dict(), tiny_bert.name)
     short, long = tiny_bert.speculation_knee(4), tiny_bert.speculation_knee(128)
+    assert short == speculation_knee(shape, 4, "cpu", tiny_bert.dtype) and long <= short
     for knee in (short, long):
         assert knee == 0 or math.log2(knee).is_integer()
-    assert long <= short
-    assert tiny_bert.speculation_knee(4) == short  # measured once per dtype
+    assert [tiny_bert.speculation_knee(4) for _ in range(3)] == [short] * 3
+    bert = Shape(768, 3072, 12, 30522, "bert-base")  # a GPU's fixed cost is worth far more rows than a CPU's
+    assert speculation_knee(bert, 16, "cuda", torch.bfloat16) > speculation_knee(bert, 16, "cpu", torch.bfloat16)
+    assert speculation_knee(bert, 16, "mps", torch.float32) == 0.0  # no nominal constants: no speculation
 
 
 def test_packed_fp32_head_shares_the_weights_and_gives_the_numbers(tiny_bert):

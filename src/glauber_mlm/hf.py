@@ -8,7 +8,6 @@ would be wasted work). Ids outside `support` (special and unused tokens) get log
 from __future__ import annotations
 
 import copy
-import math
 import os
 import re
 import warnings
@@ -18,7 +17,7 @@ from pathlib import Path
 import torch
 
 from .conditionals import check_int
-from .roofline import forward_flops, median_seconds, shape_from_config
+from .roofline import shape_from_config, speculation_knee
 
 EMBEDDED_MODELS = Path(__file__).resolve().parents[2] / "data" / "models"
 DEFAULT_MODEL = EMBEDDED_MODELS / "minilm-mlm"
@@ -26,7 +25,6 @@ REBUILD_DEFAULT = "glauber-mlm build-data && glauber-mlm train-model"
 ROBERTA_LIKE = {"roberta", "xlm-roberta", "camembert", "roberta-prelayernorm", "xlm-roberta-xl", "xmod"}
 UNUSED = re.compile(r"^(\[unused\d+\]|<unused\d+>|madeupword\d+)$")
 FORWARD_DTYPE_ENV, FORWARD_DTYPES = "GLAUBER_MLM_FORWARD_DTYPE", ("float32", "bfloat16")
-KNEE_LENGTH, KNEE_ROWS = 16, 64  # the forwards that measure `speculation_knee`
 BUFFER_KEYS = re.compile(r"(^|\.)(position_ids|token_type_ids)$")  # buffers, not weights: never "missing"
 
 
@@ -200,7 +198,6 @@ class MLMAdapter:
         self.lowp_mode = "linear"
         # on a CPU, bf16 Linear weights are also pre-packed for oneDNN (same numbers, no per-call re-order)
         self.pack_weights = True
-        self._knees: dict[torch.dtype, float] = {}  # speculation_knee at KNEE_LENGTH tokens, measured per dtype
         # a forward of many rows runs in chunks whose largest activation (the feed-forward layer, or the full
         # head's logits for families without a site head) stays under this many bytes
         self.forward_bytes = 1 << 30
@@ -240,37 +237,14 @@ class MLMAdapter:
     def speculation_knee(self, n: int, dtype: torch.dtype | None = None) -> float:
         """A forward's fixed cost in rows: r rows of n tokens take about (knee + r) times the cost of one more row.
 
-        Measured once per dtype from the time of a step's conditionals on 1 and on KNEE_ROWS rows of KNEE_LENGTH
-        tokens (medians of three), scaled to n by the FLOPs per row, and rounded to a power of two so that a
-        re-measurement seldom changes it. `glauber(speculate=None)` uses it to choose how many sites to evaluate
-        ahead (`sampling.speculation_width`)."""
-        dtype = dtype or self.dtype
-        if dtype not in self._knees:
-            self._knees[dtype] = self._measure_knee(dtype)
+        From the config's shape, the dtype and the device type (`roofline.speculation_knee`), never timed, so the
+        batch widths of `glauber(speculate=None)` (`sampling.speculation_width`), and with them the float rounding of
+        its forwards, are the same on every run; 0 (no speculation) for a config without the usual width keys."""
         try:
             shape = shape_from_config(self.model.config.to_dict(), self.name)
-            scale = forward_flops(shape, KNEE_LENGTH) / forward_flops(shape, n)
-        except ValueError:  # a config without the usual width keys: keep the measured knee
-            scale = 1.0
-        knee = self._knees[dtype] * scale
-        return float(2 ** round(math.log2(knee))) if knee >= 0.5 else 0.0
-
-    def _measure_knee(self, dtype: torch.dtype) -> float:
-        from .conditionals import conditional_probabilities
-
-        ids = torch.nonzero(self.support).flatten()
-        n = min(KNEE_LENGTH, self.max_length)
-        state = ids[torch.arange(n, device=ids.device) % ids.numel()].unsqueeze(0)
-        tau = torch.ones(KNEE_ROWS, device=self.device)
-
-        def seconds(rows: int) -> float:
-            states, sites = state.expand(rows, n), torch.arange(rows, device=self.device) % n
-            return median_seconds(lambda: conditional_probabilities(self, states, sites, tau[:rows], dtype),
-                                  self.device, reps=3)
-
-        one, many = seconds(1), seconds(KNEE_ROWS)
-        per_row = (many - one) / (KNEE_ROWS - 1)
-        return KNEE_ROWS if per_row <= 0 else min(KNEE_ROWS, max(0.0, one - per_row) / per_row)
+        except ValueError:
+            return 0.0
+        return speculation_knee(shape, n, self.device.type, dtype or self.dtype)
 
     def refresh_weights(self) -> None:
         """Forget the low-precision weight copies (rebuilt from `model` on the next forward)."""

@@ -3,11 +3,13 @@
 A forward of r rows of n tokens does r·F(n) matmul FLOPs and reads every weight once (W bytes), so on a
 machine of peak P FLOP/s and memory bandwidth β B/s it takes at least max(r·F(n)/P, W/β). Below the knee
 r = W·P/(β·F(n)) the floor does not grow with r: a narrow batch is memory-bound, and its extra rows are free.
-The engine's own measure of that (`MLMAdapter.speculation_knee`) is taken from timed forwards; this module
-gives the floors the benchmark judges each measured step against, and the FLOP count `glauber-mlm plan` uses.
+This module gives the floors the benchmark judges each measured step against, the FLOP count `glauber-mlm plan`
+uses, and the engine's speculation knee (`speculation_knee`), computed from the model's shape and nominal device
+constants rather than timed, so that the engine's batch shapes are the same on every run.
 """
 from __future__ import annotations
 
+import math
 import statistics
 import time
 from dataclasses import dataclass
@@ -99,3 +101,36 @@ def measure_machine(device: str = "cpu", dtype: torch.dtype = torch.float32, siz
 def floors(shape: Shape, rows: int, n: int, machine: Machine, itemsize: int) -> tuple[float, float]:
     """(FLOP floor, memory floor) in seconds of one forward of `rows` rows of n tokens with the head at the site."""
     return rows * forward_flops(shape, n) / machine.peak, weight_bytes(shape, itemsize) / machine.bandwidth
+
+
+@dataclass(frozen=True)
+class Nominal:
+    """A device type's nominal rates for the speculation knee: the per-row FLOP rate of a narrow forward per dtype,
+    the weight-read bandwidth (B/s) and a fixed cost per layer and forward (s: dispatch, the step's own work)."""
+
+    rate: dict[torch.dtype, float]
+    bandwidth: float
+    per_layer: float
+
+
+# Nominal, never measured at run time: a timed knee varied between runs (4.5 to 23 rows for one model and dtype on
+# one machine), and with it the batch widths, whose float rounding then changed the draws. CPU: the embedded
+# model's steps on the project's 2-core CPUs (1.2 ms bf16, 1.7 ms fp32 per extra row of 16 tokens; 7 and 12 ms of
+# fixed cost per step; `benchmarks/throughput.py --sections roofline`). CUDA: an H100-class datasheet, unmeasured.
+NOMINAL = {
+    "cpu": Nominal({torch.float32: 130e9, torch.bfloat16: 180e9, torch.float16: 130e9}, 18e9, 1.5e-3),
+    "cuda": Nominal({torch.float32: 50e12, torch.bfloat16: 400e12, torch.float16: 400e12}, 2e12, 1e-4),
+}
+
+
+def speculation_knee(shape: Shape, n: int, device_type: str, dtype: torch.dtype) -> float:
+    """A forward's fixed cost in rows of n tokens: (per_layer · (layers + 1) + W/β) / (F(n)/rate), to a power of two.
+
+    The engine evaluates sites ahead while B·k rows stay within about twice this (`sampling.speculation_widths`).
+    0 on a device type without nominal constants (no speculation)."""
+    nominal = NOMINAL.get(device_type)
+    if nominal is None or dtype not in nominal.rate:
+        return 0.0
+    fixed = nominal.per_layer * (shape.layers + 1) + weight_bytes(shape, dtype.itemsize) / nominal.bandwidth
+    knee = fixed / (forward_flops(shape, n) / nominal.rate[dtype])
+    return float(2 ** round(math.log2(knee))) if knee >= 0.5 else 0.0
