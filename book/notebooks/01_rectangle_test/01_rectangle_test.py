@@ -72,7 +72,7 @@ PAPER_MODELS = ["bert-base-uncased", "roberta-base", "distilbert-base-uncased", 
 PROFILES = {
     "smoke": dict(models=[None], device=None, seed=0, passages="embedded", length=10, contexts=12, per_passage=3,
                   top_k=10, temperatures=[0.5, 1.0, 2.0, 4.0], safety=10.0, practical=0.1, compat_k=4, compat_pairs=36),
-    "cpu":   dict(models=[None, "minilm6-mlm"], device=None, seed=0, passages="embedded", length=24, contexts=250, per_passage=8,
+    "cpu":   dict(models=[None, "minilm6-mlm"], device=None, seed=0, passages="embedded", length=24, contexts=200, per_passage=8,
                   top_k=10, temperatures=[0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0], safety=10.0, practical=0.1,
                   compat_k=5, compat_pairs=240),
     "paper": dict(models=PAPER_MODELS, device=None, seed=0, passages="ms_marco", length=32, contexts=500, per_passage=4,

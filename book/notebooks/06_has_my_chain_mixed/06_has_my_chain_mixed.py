@@ -71,6 +71,7 @@ pll_every = None       # the PLL energy is read every this many steps (n forward
 pairs = None           # coupled Glauber pairs per temperature, two independent passages each
 mh_chains = None       # MH chains per temperature (the first mh_chains of the Glauber starts)
 mh_pairs = None        # coupled MH pairs per temperature (the first mh_pairs of the Glauber pairs)
+mh_lengths = None      # lengths of the MH acceptance study (`length` among them): acceptance against τ and n
 scale = 1.0            # < 1: a dry run, the profile's BUDGETS × scale (rounded up); its pages say so
 output_dir = None
 
@@ -94,19 +95,20 @@ THRESHOLDS = (RHAT_MAX, 1.05)  # ArviZ's R̂ threshold (Vehtari et al. 2021) and
 # cpu: sized to run in 3 minutes on one CPU thread (the MH pairs cost n rows per proposal that changes a token)
 PROFILES = {
     "smoke": dict(model=None, device=None, seed=0, passages="embedded", length=4, temperatures=[0.25, 8.0], chains=4,
-                  steps=40, pll_every=4, pairs=2, mh_chains=2, mh_pairs=2),
+                  steps=40, pll_every=4, pairs=2, mh_chains=2, mh_pairs=2, mh_lengths=[4, 6]),
     "cpu":   dict(model=None, device=None, seed=0, passages="embedded", length=8, temperatures=[1.0, 1.5, 3.0],
-                  chains=8, steps=300, pll_every=8, pairs=8, mh_chains=4, mh_pairs=4),
+                  chains=8, steps=300, pll_every=8, pairs=8, mh_chains=4, mh_pairs=4, mh_lengths=[4, 8, 16]),
     "paper": dict(model="bert-base-uncased", device=None, seed=0, passages="ms_marco", length=16,
                   temperatures=[0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 4.0], chains=16, steps=10_000, pll_every=16, pairs=40,
-                  mh_chains=16, mh_pairs=20),
+                  mh_chains=16, mh_pairs=20, mh_lengths=[8, 16, 32]),
 }
 # what `scale` (a dry run) multiplies, each with its least value: 2 chains or pairs (R̂ and the intervals need two),
 # 128 steps (R̂ needs 8 readings at the paper's pll_every = 16); temperatures, lengths and thresholds are never scaled
 BUDGETS = dict(chains=2, steps=128, pairs=2, mh_chains=2, mh_pairs=2)
 run = Run("06_has_my_chain_mixed", profile, PROFILES, output_dir, scale=scale, budgets=BUDGETS, model=model, device=device, seed=seed,
           passages=passages, length=length, temperatures=temperatures, chains=chains, steps=steps,
-          pll_every=pll_every, pairs=pairs, mh_chains=mh_chains, mh_pairs=mh_pairs)
+          pll_every=pll_every, pairs=pairs, mh_chains=mh_chains, mh_pairs=mh_pairs,
+          mh_lengths=mh_lengths)
 mlm = gm.load_mlm(run["model"], device=run.device)  # clear error here for an unknown model
 taus = sorted(run.temperatures("temperatures", 2))
 n = run.integer("length", 2, mlm.max_length)
@@ -114,6 +116,12 @@ budget = run.integer("steps", 8)
 run.integer("pll_every", 1, budget // 8)  # ≥ 8 PLL readings per chain, so ≥ 4 after the warm-up half
 C, P = run.integer("chains", 2), run.integer("pairs", 1)
 M, Q = run.integer("mh_chains", 2, C), run.integer("mh_pairs", 1, P)
+mh_lengths = run["mh_lengths"]
+if (not isinstance(mh_lengths, (list, tuple)) or n not in mh_lengths
+        or any(int(L) != L or not 2 <= L <= mlm.max_length for L in mh_lengths)):
+    raise ValueError(f"mh_lengths must be whole numbers of tokens in [2, {mlm.max_length}] that include length = {n} "
+                     f"(the MH chains at length n are the ones compared with the coupled pairs), got {mh_lengths!r}.")
+mh_lengths = sorted({int(L) for L in mh_lengths})
 texts = load_passages(run["passages"])
 # dispersed starts: one real passage per chain, from distinct documents; the same passages at every temperature
 starts, _ = sample_passages(mlm, texts, n, C, seed=run["seed"] * 1_000_003 + n)
@@ -303,7 +311,9 @@ glue("views_readings", Markdown("\n".join(rows)), display=False)
 #
 # The MH chain proposes exactly Glauber's move (one site, a token from $q_i^\tau$) and accepts it with
 # probability min(1, α), α from the PLL target above: its stationary law is π ∝ exp(PLL/τ), which Glauber's is
-# not. Per temperature, `mh_chains` MH chains from the first of the same starts (`gm.metropolis`) give:
+# not. Per temperature, `mh_chains` MH chains from the first of the same starts (`gm.metropolis`) give, and
+# the same number of chains from passages of each other length in `mh_lengths` give again, so the correction
+# is read against τ and n:
 #
 # - the **share of proposals that change a token** (a proposal equal to the current state needs no test);
 # - the **acceptance rate of the test** among those, per chain (`gm.acceptance_counts`), averaged over chains
@@ -312,21 +322,26 @@ glue("views_readings", Markdown("\n".join(rows)), display=False)
 # - the **forward rows per step**: one conditional for the proposal, plus n rows for the PLL of every
 #   proposal that changes a token (computed before the decision, so rejected ones cost as much).
 #
-# Coupled MH (`gm.mh_coupling_times`) runs the first `mh_pairs` of the Glauber pairs with the same budget:
+# Coupled MH (`gm.mh_coupling_times`, at length n) runs the first `mh_pairs` of the Glauber pairs with the same budget:
 # both chains share the site, draw their proposals from the maximal coupling and share the acceptance uniform.
 
 # %%
-mh = gm.metropolis(mlm, starts[:M].repeat(T, 1), budget, temperature=torch.tensor(taus).repeat_interleave(M),
-                   seed=run["seed"] * 1_000_000 + 600_000 + torch.arange(T * M), energy="pll", progress=True)
-accepted, tested = gm.acceptance_counts(mh)
-rows = []
-for k, tau in enumerate(taus):
-    own = slice(k * M, (k + 1) * M)
-    rate, low, high = bootstrap_ci((accepted[own] / tested[own]).numpy(), seed=run["seed"])
-    share = float(tested[own].sum()) / (M * budget)
-    rows.append(dict(temperature=tau, chains=M, steps=budget, changing_share=share, acceptance=rate,
-                     acceptance_low=low, acceptance_high=high, rows_per_step=1 + n * share))
+rows, mh_runs = [], {}
+for L in mh_lengths:  # length n: the first M Glauber starts; other lengths: M passages of their own
+    mh_starts = starts[:M] if L == n else sample_passages(mlm, texts, L, M, seed=run["seed"] * 1_000_003 + L)[0]
+    mh_runs[L] = gm.metropolis(mlm, mh_starts.repeat(T, 1), budget, temperature=torch.tensor(taus).repeat_interleave(M),
+                               seed=run["seed"] * 1_000_000 + 600_000 + 1_000 * (L - n) + torch.arange(T * M),
+                               energy="pll", progress=True)
+    accepted, tested = gm.acceptance_counts(mh_runs[L])
+    for k, tau in enumerate(taus):
+        own = slice(k * M, (k + 1) * M)
+        rate, low, high = bootstrap_ci((accepted[own] / tested[own]).numpy(), seed=run["seed"])
+        share = float(tested[own].sum()) / (M * budget)
+        rows.append(dict(length=L, temperature=tau, chains=M, steps=budget, changing_share=share, acceptance=rate,
+                         acceptance_low=low, acceptance_high=high, rows_per_step=1 + L * share))
+mh = mh_runs[n]
 acceptance = run.save_table(pd.DataFrame(rows), "mh_acceptance")
+at_n = acceptance[acceptance.length == n].reset_index(drop=True)
 
 mh_pair_taus = torch.tensor(taus).repeat_interleave(Q)
 mh_pairs_run = gm.mh_coupling_times(mlm, x0[:Q].repeat(T, 1), y0[:Q].repeat(T, 1), budget,
@@ -354,10 +369,12 @@ cells.pivot(index="temperature", columns="sampler", values=["p_late", "median_ti
 
 # %%
 fig, axes = plt.subplots(1, 3, figsize=(14, 4))
-interval_errorbar(axes[0], acceptance.temperature, acceptance.acceptance, acceptance.acceptance_low,
-                  acceptance.acceptance_high, marker="o", capsize=3, label="accepted, of the proposals tested")
-axes[0].plot(acceptance.temperature, acceptance.changing_share, "s--", label="proposals that change a token")
-axes[0].set(ylim=(0, 1.02), ylabel="share", title=f"MH with PLL target, {M} chains per temperature")
+for (L, g), shift in zip(acceptance.groupby("length"), np.linspace(0.96, 1.04, len(mh_lengths))):
+    interval_errorbar(axes[0], g.temperature * shift, g.acceptance, g.acceptance_low, g.acceptance_high, marker="o",
+                      capsize=3, label=f"accepted, of the proposals tested (n = {L})")
+axes[0].plot(at_n.temperature, at_n.changing_share, "s--", color="grey",
+             label=f"proposals that change a token (n = {n})")
+axes[0].set(ylim=(0, 1.02), ylabel="share", title=f"MH with PLL target, {M} chains per τ and n")
 for (sampler, g), shift in zip(cells.groupby("sampler"), (0.97, 1.03)):
     x = g.temperature * shift  # side by side on the log axis
     interval_errorbar(axes[1], x, g.p_late, g.p_late_low, g.p_late_high, marker="o", capsize=3, ls="none",
@@ -380,7 +397,11 @@ by_sampler = cost.set_index(["sampler", "run"]).rows_per_chain_step
 glue("mh_readings", Markdown("\n".join([
     *(f"- τ = {r.temperature:g}: {r.changing_share:.0%} of the MH proposals change a token, and the test accepts "
       f"{r.acceptance:.0%} [{r.acceptance_low:.0%}, {r.acceptance_high:.0%}] of those; "
-      f"{r.rows_per_step:.1f} forward rows per step." for r in acceptance.itertuples()),
+      f"{r.rows_per_step:.1f} forward rows per step (n = {n})." for r in at_n.itertuples()),
+    *(f"- τ = {tau:g}, against n: the test accepts "
+      + ", ".join(f"{r.acceptance:.0%} [{r.acceptance_low:.0%}, {r.acceptance_high:.0%}] at n = {r.length}"
+                  for r in g.itertuples()) + "."
+      for tau, g in acceptance.groupby("temperature")),
     "- slow-to-fast boundary of the coupling times (lowest τ from which every median is within the budget): "
     + "; ".join(f"{s} {b:g}" if np.isfinite(b) else f"{s}: none on this grid" for s, b in boundary.items()) + ".",
     f"- forward rows per chain-step of the coupled pairs: Glauber {by_sampler['Glauber', 'coupled pairs']:.2f}, "
@@ -393,7 +414,7 @@ cost
 # :name: fig-06-glauber-vs-mh
 # :alt: Three panels against temperature: the MH acceptance rate and the share of proposals that change a token; the share of coupled pairs that did not meet for Glauber and MH with Wilson intervals; their median coupling steps.
 #
-# **What the MH correction costs.** Left: the MH test's acceptance rate among proposals that change a token (bootstrap interval over chains) and the share of such proposals. Middle: P(T > budget) for coupled Glauber and coupled MH (Wilson intervals). Right: their Kaplan–Meier median coupling steps (an arrow: beyond the budget).
+# **What the MH correction costs.** Left: the MH test's acceptance rate among proposals that change a token at each length n (bootstrap interval over chains) and the share of such proposals at the chains' length. Middle: P(T > budget) for coupled Glauber and coupled MH (Wilson intervals). Right: their Kaplan–Meier median coupling steps (an arrow: beyond the budget).
 # :::
 
 # %% [markdown]
@@ -414,7 +435,7 @@ cost
 # right target is a modelling choice, not a question these diagnostics answer.
 
 # %%
-lowest, highest = acceptance.iloc[0], acceptance.iloc[-1]
+lowest, highest = at_n.iloc[0], at_n.iloc[-1]
 run.conclude(
     claim="(The book's own question.) R̂ over chains from dispersed starts and coupling times agree on whether a "
           "Glauber chain on an MLM has mixed; an MH correction towards π ∝ exp(PLL/τ) rejects fewer proposals "
@@ -426,6 +447,9 @@ run.conclude(
         "budget (steps per chain and coupling budget), length n": f"{budget}, {n}",
         **{f"MH acceptance among token-changing proposals at τ = {r.temperature:g} (bootstrap over chains)":
            f"{r.acceptance:.0%} [{r.acceptance_low:.0%}, {r.acceptance_high:.0%}]" for r in (lowest, highest)},
+        f"MH acceptance at τ = {highest.temperature:g} against n = {', '.join(map(str, mh_lengths))}":
+            ", ".join(f"{r.acceptance:.0%}" for r in acceptance[acceptance.temperature == highest.temperature]
+                      .itertuples()),
         "slow-to-fast boundary of the coupling times, Glauber / MH":
             " / ".join(f"{b:g}" if np.isfinite(b) else "none on the grid" for b in boundary.values()),
         "forward rows per chain-step of the coupled pairs, Glauber / MH":
