@@ -43,6 +43,34 @@ def test_mask_tokens_never_masks_specials() -> None:
     assert (inputs[chosen] == tok.mask_token_id).float().mean() > 0.5
 
 
+def _saving_run(tmp_path: Path, out: Path, *extra: str) -> int:
+    """A short run that saves its model in `out` (the resume tests' `_tiny_run` saves nothing)."""
+    return train.main(["train-model", "--train", str(tmp_path / "train.jsonl"), "--eval", str(tmp_path / "eval.jsonl"),
+                       "--out", str(out), "--threads", "1", "--no-bf16", "--batch", "8", "--seq-len", "32",
+                       "--warmup", "1", "--eval-every", "0", "--log-every", "1", "--ckpt-minutes", "0", "--seed", "3",
+                       "--eval-rows", "4", *extra])
+
+
+def test_init_from_a_saved_folder_starts_from_its_weights(tmp_path: Path) -> None:
+    """--init FOLDER loads every weight of a saved model (with lr 0 a step keeps them); bad folders are refused."""
+    from safetensors.torch import load_file
+
+    _write_docs(tmp_path / "train.jsonl", 20)
+    _write_docs(tmp_path / "eval.jsonl", 4)
+    first, second = tmp_path / "first", tmp_path / "second"
+    assert _saving_run(tmp_path, first, "--tiny", "--init", "random", "--layers", "2", "--max-steps", "3",
+                     "--lr", "1e-2") == 0
+    assert _saving_run(tmp_path, second, "--init", str(first), "--max-steps", "1", "--lr", "0") == 0
+    a, b = load_file(str(first / "model.safetensors")), load_file(str(second / "model.safetensors"))
+    assert a.keys() == b.keys() and all(torch.equal(a[k].half(), b[k]) for k in a)  # saved in fp16, as shipped
+    assert json.loads((second / "metrics.json").read_text())["init"] == str(first)
+    assert "Every weight of" in (second / "README.md").read_text()
+    with pytest.raises(SystemExit):
+        _saving_run(tmp_path, second, "--init", str(tmp_path / "no-such-folder"), "--max-steps", "1")
+    with pytest.raises(SystemExit):
+        _saving_run(tmp_path, second, "--init", str(first), "--layers", "5", "--max-steps", "1")
+
+
 def test_training_loss_falls(tmp_path: Path) -> None:
     _write_docs(tmp_path / "train.jsonl", 40)
     _write_docs(tmp_path / "eval.jsonl", 8)

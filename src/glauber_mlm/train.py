@@ -34,6 +34,7 @@ DEFAULT_OUT = Path("data/models/minilm-mlm")
 DEFAULT_MODEL = "minilm-mlm"  # the embedded default: its card keeps the default model's wording
 HELDOUT_SOURCE_FILE = "heldout_source.jsonl"  # beside --eval's file by default
 MASK_P = 0.15
+INITS = ("minilm", "random")  # --init's named starts; any other value is a saved model folder
 
 
 # ---------------------------------------------------------------- data
@@ -107,9 +108,17 @@ def real_word_ids(tokenizer) -> torch.Tensor:
 # ---------------------------------------------------------------- model
 
 def build_model(init: str, tokenizer, layers: int, tiny: bool = False):
-    """A BertForMaskedLM: warm start from all-MiniLM-L6-v2's first ``layers`` layers, or random."""
+    """A BertForMaskedLM: warm start from all-MiniLM-L6-v2's first ``layers`` layers, random, or every weight of a
+    saved model folder (``init`` a folder: training continues from it with a fresh optimizer)."""
     from transformers import BertConfig, BertForMaskedLM
 
+    if init not in INITS:
+        model = BertForMaskedLM.from_pretrained(init, dtype=torch.float32)
+        if model.config.vocab_size != len(tokenizer):
+            raise ValueError(f"--init {init} has a vocabulary of {model.config.vocab_size} ids and the tokenizer "
+                             f"{len(tokenizer)}: pass the folder's own tokenizer (--tokenizer {init}, the default).")
+        model.config.hidden_dropout_prob = model.config.attention_probs_dropout_prob = 0.0
+        return model
     if tiny:
         config = BertConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=layers,
                             num_attention_heads=2, intermediate_size=64, max_position_embeddings=256)
@@ -517,7 +526,10 @@ def write_model_card(out: Path, metrics: dict) -> None:
     size = sum(f.stat().st_size for f in weights) / 2**20
     dtype = _weights_dtype(weights[0]) if weights else "float16"
     title = f"{name}: the embedded default masked language model" if default else f"{name}: an embedded masked language model"
-    if m.get("init", "minilm") != "minilm":
+    if m.get("init", "minilm") not in INITS:
+        warm = (f"Every weight of `{m['init']}` (`--init FOLDER`), trained on with a fresh optimizer and learning-rate "
+                "schedule. Dropout is off.")
+    elif m.get("init", "minilm") != "minilm":
         warm = (f"None: all {layers} layers, the embeddings and the MLM head start from a random initialisation "
                 f"(`--init {m['init']}`). Dropout is off.")
     else:
@@ -651,8 +663,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                     help=f"documents of a source never trained on (default: {HELDOUT_SOURCE_FILE} beside --eval; "
                          "evaluated at the end of training when it exists)")
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
-    ap.add_argument("--init", choices=["minilm", "random"], default="minilm")
-    ap.add_argument("--layers", type=int, default=3)
+    ap.add_argument("--init", default="minilm",
+                    help="minilm (warm start), random, or a saved model FOLDER (e.g. data/models/minilm6-mlm): every "
+                         "weight from it, a fresh optimizer and schedule; a later run that cannot --resume continues so")
+    ap.add_argument("--layers", type=int, default=None, help="encoder layers [3; a FOLDER's own]")
     ap.add_argument("--tiny", action="store_true", help="a tiny random model (tests)")
     ap.add_argument("--tokenizer", default=None, help="tokenizer folder (default: all-MiniLM-L6-v2's)")
     ap.add_argument("--minutes", type=float, default=50.0, help="wall-time budget; the lr decays over it")
@@ -683,6 +697,17 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                          "adds metrics['heldout_source'] to metrics.json and rewrites README.md")
     args = ap.parse_args(argv[1:])
     args.argv = list(argv)
+    if args.init in INITS:
+        args.layers = 3 if args.layers is None else args.layers
+    else:
+        folder = Path(args.init)
+        if not (folder / "config.json").is_file() or not any(folder.glob("*.safetensors")):
+            ap.error(f"--init {args.init}: not minilm, random or a model folder with config.json and *.safetensors "
+                     "(e.g. --init data/models/minilm6-mlm).")
+        own = json.loads((folder / "config.json").read_text(encoding="utf-8"))["num_hidden_layers"]
+        if args.layers not in (None, own):
+            ap.error(f"--layers {args.layers} differs from the {own} layers of --init {args.init}: drop --layers.")
+        args.layers, args.tokenizer = own, args.tokenizer or str(folder)
     return args
 
 
