@@ -26,10 +26,9 @@ def test_coupling_times_are_censored_at_the_budget(out):
     assert list(both.columns) == ["model", "temperature", "length", "pair", "seed", "time", "met", "budget"]
     assert list(both.model.unique()) == [DEFAULT_MODEL.name, str(DEFAULT_MODEL)]
     first, second = (g.drop(columns="model").reset_index(drop=True) for _, g in both.groupby("model", sort=False))
-    # same grid, passages and seeds; the times themselves may differ: the adaptive speculation width is chosen from
-    # a timing measured per loaded model, and a batch of another width rounds the logits differently
-    key = ["temperature", "length", "pair", "seed", "budget"]
-    pd.testing.assert_frame_equal(first[key], second[key])
+    # one network under two names: same grid, passages and seeds, and the same times (the adaptive speculation width
+    # comes from the model's shape, not a clock, so both runs batch, and round, alike)
+    pd.testing.assert_frame_equal(first, second)
     t = first
     assert set(t.temperature) == {1.0, 8.0} and set(t.length) == {3, 5}
     assert len(t) == 2 * 2 * 2  # temperatures × lengths × pairs (one replicate)
