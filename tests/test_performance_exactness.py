@@ -183,6 +183,29 @@ def test_sdpa_equals_eager_attention(tmp_path):
     assert torch.allclose(a.softmax(-1), b.softmax(-1), atol=1e-6)
 
 
+@pytest.mark.parametrize("family", ["bert", "roberta"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_lean_encoder_equals_the_library_forward_bit_for_bit(tmp_path, family, dtype):
+    """`encoder.hidden_states` runs transformers' operations in its order: the logits are identical, not close."""
+    mlm = load_mlm(save_tiny(tmp_path, family=family, seed=3), device="cpu", dtype=dtype)
+    assert mlm.lean
+    support = torch.nonzero(mlm.support).flatten()
+    states = support[torch.randint(support.numel(), (7, 13), generator=torch.Generator().manual_seed(8))]
+    sites = torch.arange(7) % 13
+    lean = mlm.logits(states, sites)
+    mlm.lean = False
+    library = mlm.logits(states, sites)
+    assert torch.equal(lean, library)
+    assert lean[:, mlm.support].std() > 0.1  # a real forward, not a constant
+
+
+def test_lean_encoder_declines_models_it_does_not_reproduce(tmp_path):
+    """Eager attention (and every family besides BERT and RoBERTa) keeps transformers' own forward."""
+    folder = save_tiny(tmp_path)
+    assert not load_mlm(folder, device="cpu", dtype=torch.float32, attn_implementation="eager").lean
+    assert load_mlm(folder, device="cpu", dtype=torch.float32).lean
+
+
 @pytest.mark.parametrize("scan", ["random", "systematic"])
 @pytest.mark.parametrize("k", [2, 5, 16])
 def test_speculative_coupling_gives_the_plain_coupling_times(scan, k):

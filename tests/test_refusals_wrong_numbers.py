@@ -6,6 +6,7 @@ import pytest
 import torch
 
 import glauber_mlm.conditionals as conditionals
+import glauber_mlm.hf as hf
 from glauber_mlm import (Rectangles, coupling_times, exact, glauber, influence_matrix, load_mlm, log_conditionals,
                          maximal_coupling, random_rectangles, rectangle_test)
 from glauber_mlm.rng import sample_categorical
@@ -206,9 +207,9 @@ def test_large_batches_go_through_the_model_in_chunks(tiny, monkeypatch):
     sites = torch.arange(40) % 8
     whole = tiny.logits(states, sites)
     calls = []
-    base = tiny.weights_for(torch.float32).base_model  # the module fp32 forwards run through (a packed-head copy)
-    forward = base.forward
-    monkeypatch.setattr(base, "forward", lambda *a, **k: calls.append(1) or forward(*a, **k))
+    assert tiny.lean  # a BERT: its encoder runs through `encoder.hidden_states`, once per forward
+    encode = hf.hidden_states
+    monkeypatch.setattr(hf, "hidden_states", lambda *a: calls.append(1) or encode(*a))
     monkeypatch.setattr(tiny, "forward_bytes", tiny._token_bytes * 10 * 16)  # 16 rows of 10 positions per forward
     chunked = tiny.logits(states, sites)
     assert len(calls) == 3

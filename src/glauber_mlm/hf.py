@@ -17,6 +17,7 @@ from pathlib import Path
 import torch
 
 from .conditionals import check_int
+from .encoder import hidden_states, lean_encoder
 from .roofline import shape_from_config, speculation_knee
 
 EMBEDDED_MODELS = Path(__file__).resolve().parents[2] / "data" / "models"
@@ -190,6 +191,8 @@ class MLMAdapter:
             raise ValueError(f"{name}: the tokenizer lacks a mask, start or end token, so it cannot be used as an MLM.")
         self.mask_id, self.prefix, self.suffix = tokenizer.mask_token_id, prefix, suffix
         self.head = _site_head(model)
+        # BERT and RoBERTa encoders run their operations without transformers' per-call bookkeeping (`encoder`)
+        self.lean = self.head is not None and lean_encoder(model)
         # low-precision forwards use a copy whose Linear weights are stored in that dtype, run under
         # autocast (LayerNorm, softmax and the residual stream stay fp32): no re-cast of fp32 weights per call
         self.cast_weights = True
@@ -204,6 +207,16 @@ class MLMAdapter:
         width = getattr(config, "intermediate_size", None) or 4 * (getattr(config, "hidden_size", None) or 1024)
         self._token_bytes = 4 * max(width, self.vocab_size if self.head is None else 0)
         self._lowp: dict[tuple[torch.dtype, str, bool], torch.nn.Module] = {}
+
+    @property
+    def support(self) -> torch.Tensor:
+        """bool (V,): the ids a chain may visit; assigning it (e.g. to restrict the vocabulary) also sets the ids
+        whose logits are −inf."""
+        return self._support
+
+    @support.setter
+    def support(self, support: torch.Tensor) -> None:
+        self._support, self._off_support = support, ~support
 
     def weights_for(self, dtype: torch.dtype) -> torch.nn.Module:
         """The module that runs forwards in `dtype`: a cached copy of `model` built on first use.
@@ -274,9 +287,10 @@ class MLMAdapter:
             if self.head is None:
                 out = model(input_ids=ids).logits[rows, sites + 1]
             else:
-                hidden = model.base_model(input_ids=ids).last_hidden_state
+                hidden = (hidden_states(model.base_model, ids) if self.lean
+                          else model.base_model(input_ids=ids).last_hidden_state)
                 out = _site_head(model)(hidden[rows, sites + 1])
-        return out.float().masked_fill(~self.support, float("-inf"))
+        return out.float().masked_fill(self._off_support, float("-inf"))
 
     def encode(self, texts: list[str], length: int) -> tuple[torch.Tensor, list[int]]:
         """The first `length` tokens of each text with at least that many supported tokens: (states, kept indices)."""

@@ -47,7 +47,7 @@ def check_probabilities(probs: torch.Tensor) -> None:
 
     A ValueError names the rows and the likely cause (a vectorised check, cheap next to the draw)."""
     total = probs.to(torch.float64).sum(-1)
-    nonfinite = ~torch.isfinite(total) | (probs < 0).any(-1)  # NaN and ±inf propagate into the total
+    nonfinite = ~torch.isfinite(total) | (probs.amin(-1) < 0)  # NaN and ±inf propagate into the total
     if nonfinite.any() or (total <= 0).any():
         rows = torch.nonzero(nonfinite | (total <= 0)).flatten()[:5].tolist()
         cause = "non-finite or negative" if nonfinite.any() else "sum to zero"
