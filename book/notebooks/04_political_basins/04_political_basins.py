@@ -76,7 +76,7 @@ PROFILES = {
                   temperatures=[0.1, 1.0], steps=40, record_every=4, score_texts=200, method="logistic",
                   threshold=0.5, test_fraction=0.3, base_passages=300),
     "cpu":   dict(model=None, embedder=None, device=None, seed=0, passages="embedded", length=24, starts=20,
-                  seeds=1, temperatures=[0.1, 0.25, 0.5, 1.0], steps=200, record_every=10, score_texts=2400,
+                  seeds=2, temperatures=[0.1, 0.25, 0.5, 1.0], steps=200, record_every=10, score_texts=2400,
                   method="logistic", threshold=0.5, test_fraction=0.25, base_passages=None),
     "paper": dict(model="bert-base-uncased", embedder=None, device=None, seed=0, passages="embedded", length=32,
                   starts=56, seeds=2, temperatures=[0.1, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0], steps=10_000,
