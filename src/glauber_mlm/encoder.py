@@ -1,4 +1,4 @@
-"""A BERT or RoBERTa encoder's forward without transformers' per-call machinery: the same operations, the same bits.
+"""A BERT or RoBERTa-family encoder's forward without transformers' per-call machinery: same operations, same bits.
 
 `BertModel.forward` rebuilds position and token-type ids, attention-mask logic, output containers and module hooks on
 every call. For the few short rows a Glauber step runs, that bookkeeping costs more than the arithmetic. `hidden_states`
@@ -15,13 +15,16 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-# RoBERTa numbers positions from padding_idx + 1; a state never holds the padding id, so p = offset + 0 … L−1
-POSITION_OFFSET = {"bert": lambda config: 0, "roberta": lambda config: config.pad_token_id + 1}
+# the RoBERTa family numbers positions from padding_idx + 1; a state never holds the padding id, so p = offset + 0 … L−1
+ROBERTA_POSITIONS = lambda config: config.pad_token_id + 1  # noqa: E731
+POSITION_OFFSET = {"bert": lambda config: 0, "roberta": ROBERTA_POSITIONS, "xlm-roberta": ROBERTA_POSITIONS,
+                   "camembert": ROBERTA_POSITIONS}
 
 
 def lean_encoder(model) -> bool:
-    """Whether `hidden_states` reproduces `model.base_model`: a BERT or RoBERTa encoder with absolute positions,
-    SDPA attention, no cross-attention, decoder use or feed-forward chunking, in eval mode."""
+    """Whether `hidden_states` reproduces `model.base_model`: a BERT, RoBERTa, XLM-RoBERTa or CamemBERT encoder (the
+    families tested bit for bit) with absolute positions, SDPA attention, no cross-attention, decoder use or
+    feed-forward chunking, in eval mode."""
     config = model.config
     return (config.model_type in POSITION_OFFSET and not model.training
             and getattr(config, "position_embedding_type", "absolute") == "absolute"
@@ -31,7 +34,7 @@ def lean_encoder(model) -> bool:
 
 
 def hidden_states(base_model, ids: torch.Tensor) -> torch.Tensor:
-    """The last hidden states (B, L, h) of `base_model` (a BertModel or RobertaModel for which `lean_encoder` holds)
+    """The last hidden states (B, L, h) of `base_model` (a BertModel, RobertaModel, … for which `lean_encoder` holds)
     on token ids (B, L) without padding: the operations of its forward, in its order."""
     B, L = ids.shape
     emb = base_model.embeddings

@@ -191,7 +191,7 @@ class MLMAdapter:
             raise ValueError(f"{name}: the tokenizer lacks a mask, start or end token, so it cannot be used as an MLM.")
         self.mask_id, self.prefix, self.suffix = tokenizer.mask_token_id, prefix, suffix
         self.head = _site_head(model)
-        # BERT and RoBERTa encoders run their operations without transformers' per-call bookkeeping (`encoder`)
+        # BERT and RoBERTa-family encoders run their operations without transformers' per-call bookkeeping (`encoder`)
         self.lean = self.head is not None and lean_encoder(model)
         # low-precision forwards use a copy whose Linear weights are stored in that dtype, run under
         # autocast (LayerNorm, softmax and the residual stream stay fp32): no re-cast of fp32 weights per call
