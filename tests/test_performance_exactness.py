@@ -201,7 +201,7 @@ def test_lean_encoder_equals_the_library_forward_bit_for_bit(tmp_path, family, d
 
 
 def test_lean_encoder_declines_models_it_does_not_reproduce(tmp_path):
-    """Eager attention (and every family besides BERT and RoBERTa) keeps transformers' own forward."""
+    """Eager attention (and every family besides BERT and the RoBERTa family) keeps transformers' own forward."""
     folder = save_tiny(tmp_path)
     assert not load_mlm(folder, device="cpu", dtype=torch.float32, attn_implementation="eager").lean
     assert load_mlm(folder, device="cpu", dtype=torch.float32).lean

@@ -15,18 +15,21 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-# the RoBERTa family numbers positions from padding_idx + 1; a state never holds the padding id, so p = offset + 0 … L−1
-ROBERTA_POSITIONS = lambda config: config.pad_token_id + 1  # noqa: E731
-POSITION_OFFSET = {"bert": lambda config: 0, "roberta": ROBERTA_POSITIONS, "xlm-roberta": ROBERTA_POSITIONS,
-                   "camembert": ROBERTA_POSITIONS}
+LEAN_FAMILIES = {"bert", "roberta", "xlm-roberta", "camembert"}  # the families tested bit for bit
+
+
+def position_offset(embeddings) -> int:
+    """The first position id of a sequence: padding_idx + 1 for embeddings that number positions after the padding
+    id (RoBERTa, MPNet, data2vec-text, …), else 0. Read from the embeddings, not from a list of families."""
+    padding_idx = getattr(embeddings, "padding_idx", None)
+    return padding_idx + 1 if isinstance(padding_idx, int) else 0
 
 
 def lean_encoder(model) -> bool:
-    """Whether `hidden_states` reproduces `model.base_model`: a BERT, RoBERTa, XLM-RoBERTa or CamemBERT encoder (the
-    families tested bit for bit) with absolute positions, SDPA attention, no cross-attention, decoder use or
-    feed-forward chunking, in eval mode."""
+    """Whether `hidden_states` reproduces `model.base_model`: a BERT, RoBERTa, XLM-RoBERTa or CamemBERT encoder with
+    absolute positions, SDPA attention, no cross-attention, decoder use or feed-forward chunking, in eval mode."""
     config = model.config
-    return (config.model_type in POSITION_OFFSET and not model.training
+    return (config.model_type in LEAN_FAMILIES and not model.training
             and getattr(config, "position_embedding_type", "absolute") == "absolute"
             and getattr(config, "_attn_implementation", None) == "sdpa"
             and not getattr(config, "is_decoder", False) and not getattr(config, "add_cross_attention", False)
@@ -38,7 +41,7 @@ def hidden_states(base_model, ids: torch.Tensor) -> torch.Tensor:
     on token ids (B, L) without padding: the operations of its forward, in its order."""
     B, L = ids.shape
     emb = base_model.embeddings
-    start = POSITION_OFFSET[base_model.config.model_type](base_model.config)
+    start = position_offset(emb)  # a state never holds the padding id, so positions are start … start + L − 1
     h = emb.word_embeddings(ids) + emb.token_type_embeddings.weight[0]
     h = emb.LayerNorm(h + emb.position_embeddings.weight[start : start + L])
     for layer in base_model.encoder.layer:

@@ -17,7 +17,7 @@ from pathlib import Path
 import torch
 
 from .conditionals import check_int
-from .encoder import hidden_states, lean_encoder
+from .encoder import hidden_states, lean_encoder, position_offset
 from .roofline import shape_from_config, speculation_knee
 
 EMBEDDED_MODELS = Path(__file__).resolve().parents[2] / "data" / "models"
@@ -166,9 +166,7 @@ def max_tokens(model) -> int:
     embeddings = getattr(model.base_model, "embeddings", None)
     table = getattr(embeddings, "position_embeddings", None)
     positions = table.num_embeddings if isinstance(table, torch.nn.Embedding) else model.config.max_position_embeddings
-    padding_idx = getattr(embeddings, "padding_idx", None)
-    offset = padding_idx + 1 if isinstance(padding_idx, int) else 0
-    return positions - offset - 2
+    return positions - position_offset(embeddings) - 2
 
 
 class MLMAdapter:
