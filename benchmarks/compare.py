@@ -7,6 +7,10 @@ each and their ratio (baseline / now: > 1 is a speed-up), into `--out` (CSV) and
 it (pasted into book/performance.md). Alternating in one run makes the ratio hold on a loaded machine, where
 absolute times do not.
 
+Each cell is also run once more under `torch.profiler`: `kernels` is the time per step the working tree spends in
+the matmul and attention kernels (`KERNELS`), what a step would cost if every other operation and Python cost
+nothing. Where it exceeds half the baseline's step, no change outside those kernels can make the cell 2× faster.
+
     .venv/bin/python benchmarks/compare.py --baseline 169ac73             # the small-batch cells
     .venv/bin/python benchmarks/compare.py --baseline HEAD~3 --cells 64x32 --taus 1.0 --reps 5
 """
@@ -27,13 +31,15 @@ import pandas as pd
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = Path(__file__).resolve().parent / "results"
+KERNELS = r"_linear_pointwise|addmm|^aten::mm$|^aten::bmm$|scaled_dot_product"  # the matmul and attention operators
 
 # one process times every cell for one tree: the model is loaded once, each cell warmed up before it is timed
 TIMER = r"""
-import json, sys, time, torch
+import json, re, sys, time, torch
+from torch.profiler import profile
 import glauber_mlm as gm
 from glauber_mlm.passages import load_passages
-cells, steps = json.loads(sys.argv[1]), int(sys.argv[2])
+cells, steps, kernels = json.loads(sys.argv[1]), int(sys.argv[2]), re.compile(sys.argv[4])
 torch.set_num_threads(int(sys.argv[3]))
 texts = [r["text"] for r in load_passages("embedded")[:400]]
 models = {}
@@ -44,7 +50,11 @@ for B, n, tau, dtype in cells:
     gm.glauber(mlm, x, 8, temperature=tau, seed=1)
     start = time.perf_counter()
     gm.glauber(mlm, x, steps, temperature=tau, seed=1)
-    out.append(1e3 * (time.perf_counter() - start) / steps)
+    ms = 1e3 * (time.perf_counter() - start) / steps
+    with profile() as prof:
+        gm.glauber(mlm, x, steps, temperature=tau, seed=1)
+    own = sum(e.self_cpu_time_total for e in prof.key_averages() if kernels.search(e.key)) / steps / 1e3
+    out.append([ms, own])
 print(json.dumps(out))
 """
 
@@ -58,9 +68,10 @@ def export(ref: str, into: Path) -> Path:
     return into / "src"
 
 
-def time_cells(src: Path, cells: list, steps: int, threads: int) -> list[float]:
+def time_cells(src: Path, cells: list, steps: int, threads: int) -> list[list[float]]:
+    """[ms per step, ms per step in the matmul and attention kernels] per cell, for the tree whose src/ is `src`."""
     env = {**os.environ, "PYTHONPATH": str(src), "PYTHONWARNINGS": "ignore"}
-    done = subprocess.run([sys.executable, "-c", TIMER, json.dumps(cells), str(steps), str(threads)], env=env,
+    done = subprocess.run([sys.executable, "-c", TIMER, json.dumps(cells), str(steps), str(threads), KERNELS], env=env,
                           check=True, capture_output=True, text=True)
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -86,9 +97,10 @@ def main(argv=None) -> pd.DataFrame:
                 times[name].append(time_cells(trees[name], cells, args.steps, args.threads))
     rows = []
     for c, (B, n, tau, dtype) in enumerate(cells):
-        base, now = (statistics.median(times[name][r][c] for r in range(args.reps)) for name in ("baseline", "now"))
+        base, now, kernels = (statistics.median(times[name][r][c][k] for r in range(args.reps))
+                              for name, k in (("baseline", 0), ("now", 0), ("now", 1)))
         rows.append(dict(B=B, n=n, tau=tau, dtype=dtype, baseline_ms_per_step=base, now_ms_per_step=now,
-                         speedup=base / now))
+                         speedup=base / now, now_kernel_ms=kernels))
     table = pd.DataFrame(rows)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     table.to_csv(args.out, index=False)
@@ -100,9 +112,10 @@ def main(argv=None) -> pd.DataFrame:
 
 
 def markdown(table: pd.DataFrame) -> str:
-    """The table in Markdown with short headers (legible on a phone): ms per step before and now, and their ratio."""
+    """The table in Markdown with short headers (legible on a phone): ms per step before and now, their ratio, and the
+    kernels' share of now (a table without it, from an earlier run, is written without the column)."""
     short = table.rename(columns=dict(tau="τ", baseline_ms_per_step="before (ms)", now_ms_per_step="now (ms)",
-                                      speedup="speed-up"))
+                                      speedup="speed-up", now_kernel_ms="kernels (ms)"))
     return short.to_markdown(index=False, floatfmt=".2f") + "\n"
 
 
