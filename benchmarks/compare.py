@@ -7,7 +7,8 @@ each and their ratio (baseline / now: > 1 is a speed-up), into `--out` (CSV) and
 it (pasted into book/performance.md). Alternating in one run makes the ratio hold on a loaded machine, where
 absolute times do not.
 
-Each cell is also run once more under `torch.profiler`: `kernels` is the time per step the working tree spends in
+In the working tree's processes each cell is also run once more under `torch.profiler` (the baseline's are not
+profiled): `kernels` is the time per step the working tree spends in
 the matmul and attention kernels (`KERNELS`), what a step would cost if every other operation and Python cost
 nothing. Where it exceeds half the baseline's step, no change outside those kernels can make the cell 2× faster.
 
@@ -39,7 +40,7 @@ import json, re, sys, time, torch
 from torch.profiler import profile
 import glauber_mlm as gm
 from glauber_mlm.passages import load_passages
-cells, steps, kernels = json.loads(sys.argv[1]), int(sys.argv[2]), re.compile(sys.argv[4])
+cells, steps, kernels = json.loads(sys.argv[1]), int(sys.argv[2]), sys.argv[4] and re.compile(sys.argv[4])
 torch.set_num_threads(int(sys.argv[3]))
 texts = [r["text"] for r in load_passages("embedded")[:400]]
 models = {}
@@ -50,10 +51,11 @@ for B, n, tau, dtype in cells:
     gm.glauber(mlm, x, 8, temperature=tau, seed=1)
     start = time.perf_counter()
     gm.glauber(mlm, x, steps, temperature=tau, seed=1)
-    ms = 1e3 * (time.perf_counter() - start) / steps
-    with profile() as prof:
-        gm.glauber(mlm, x, steps, temperature=tau, seed=1)
-    own = sum(e.self_cpu_time_total for e in prof.key_averages() if kernels.search(e.key)) / steps / 1e3
+    ms, own = 1e3 * (time.perf_counter() - start) / steps, None
+    if kernels:
+        with profile() as prof:
+            gm.glauber(mlm, x, steps, temperature=tau, seed=1)
+        own = sum(e.self_cpu_time_total for e in prof.key_averages() if kernels.search(e.key)) / steps / 1e3
     out.append([ms, own])
 print(json.dumps(out))
 """
@@ -68,11 +70,12 @@ def export(ref: str, into: Path) -> Path:
     return into / "src"
 
 
-def time_cells(src: Path, cells: list, steps: int, threads: int) -> list[list[float]]:
-    """[ms per step, ms per step in the matmul and attention kernels] per cell, for the tree whose src/ is `src`."""
+def time_cells(src: Path, cells: list, steps: int, threads: int, profiled: bool) -> list[list[float | None]]:
+    """[ms per step, ms per step in the matmul and attention kernels (None unless `profiled`)] per cell, for the tree
+    whose src/ is `src`."""
     env = {**os.environ, "PYTHONPATH": str(src), "PYTHONWARNINGS": "ignore"}
-    done = subprocess.run([sys.executable, "-c", TIMER, json.dumps(cells), str(steps), str(threads), KERNELS], env=env,
-                          check=True, capture_output=True, text=True)
+    done = subprocess.run([sys.executable, "-c", TIMER, json.dumps(cells), str(steps), str(threads),
+                           KERNELS if profiled else ""], env=env, check=True, capture_output=True, text=True)
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
@@ -94,7 +97,7 @@ def main(argv=None) -> pd.DataFrame:
         times = {name: [] for name in trees}
         for rep in range(args.reps):
             for name in (trees if rep % 2 == 0 else reversed(list(trees))):
-                times[name].append(time_cells(trees[name], cells, args.steps, args.threads))
+                times[name].append(time_cells(trees[name], cells, args.steps, args.threads, profiled=name == "now"))
     rows = []
     for c, (B, n, tau, dtype) in enumerate(cells):
         base, now, kernels = (statistics.median(times[name][r][c][k] for r in range(args.reps))
