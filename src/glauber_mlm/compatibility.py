@@ -26,7 +26,8 @@ from dataclasses import dataclass
 
 import torch
 
-from .conditionals import ConditionalModel, as_temperatures, check_int, check_sites, check_states, log_conditionals
+from .conditionals import (ConditionalModel, as_temperatures, check_dtype, check_int, check_sites, check_states,
+                           log_conditionals)
 
 
 @dataclass
@@ -109,18 +110,19 @@ def top_k_candidates(model: ConditionalModel, contexts: torch.Tensor, i, j, k: i
 def compatibility_test(
     model: ConditionalModel,
     pairs: CandidatePairs,
-    temperature: float = 1.0,
-    dtype: torch.dtype | None = torch.float32,
+    temperature: float | list[float] | torch.Tensor = 1.0,
+    dtype: torch.dtype | str | None = torch.float32,
     chunk: int = 64,
 ) -> Compatibility:
     """The Arnold–Press residual of each pair (see the module doc), `chunk` pairs (2·k·chunk rows) per forward batch.
 
-    Defaults to fp32 forwards, as `rectangle_test` does: the residual can be smaller than bf16 rounding."""
-    chunk = check_int("chunk", chunk, 1)
+    `temperature`: one τ for every pair, or one per pair. Defaults to fp32 forwards, as `rectangle_test` does: the
+    residual can be smaller than bf16 rounding."""
+    chunk, dtype = check_int("chunk", chunk, 1), check_dtype(dtype)
     contexts, i, j, A, B = _check(model, pairs)
-    tau = as_temperatures(temperature, 1, contexts.device)  # refuses a bad τ before any forward pass
-    parts = [_compatibility_chunk(model, contexts[s : s + chunk], *(t[s : s + chunk] for t in (i, j, A, B)),
-                                  temperature=tau, dtype=dtype) for s in range(0, contexts.shape[0], chunk)]
+    tau = as_temperatures(temperature, contexts.shape[0], contexts.device, "pair")  # refused before any forward pass
+    parts = [_compatibility_chunk(model, contexts[s : s + chunk], *(t[s : s + chunk] for t in (i, j, A, B, tau)),
+                                  dtype=dtype) for s in range(0, contexts.shape[0], chunk)]
     return Compatibility(*(torch.cat([p[m] for p in parts]).cpu() for m in range(3)))
 
 
@@ -133,13 +135,13 @@ def _with_token(contexts: torch.Tensor, site: torch.Tensor, tokens: torch.Tensor
     return states
 
 
-def _compatibility_chunk(model, contexts, i, j, A, B, temperature, dtype):
+def _compatibility_chunk(model, contexts, i, j, A, B, tau, dtype):
     T, n = contexts.shape
     k = A.shape[1]
     # site i with each b ∈ B at j, then site j with each a ∈ A at i: one batch of 2·T·k queries
     states = torch.cat([_with_token(contexts, j, B), _with_token(contexts, i, A)]).view(2 * T * k, n)
     sites = torch.cat([i, j]).repeat_interleave(k)
-    logq = log_conditionals(model, states, sites, temperature.expand(2 * T * k), dtype).view(2, T, k, -1)
+    logq = log_conditionals(model, states, sites, tau.repeat(2).repeat_interleave(k), dtype).view(2, T, k, -1)
     # log q_i(A[a] | x_j = B[b]) arranged [t, a, b]; log q_j(B[b] | x_i = A[a]) arranged [t, a, b]
     log_qi = logq[0].gather(2, A.unsqueeze(1).expand(T, k, k)).transpose(1, 2).double()
     log_qj = logq[1].gather(2, B.unsqueeze(1).expand(T, k, k)).double()

@@ -7,6 +7,8 @@ coupling, rectangles and influence are all built on this call.
 """
 from __future__ import annotations
 
+import math
+import numbers
 import operator
 from pathlib import Path
 from typing import Protocol, runtime_checkable
@@ -26,11 +28,20 @@ class ConditionalModel(Protocol):
         ...
 
 
-def as_temperatures(temperature: float | torch.Tensor, batch: int, device: torch.device) -> torch.Tensor:
-    """One temperature per row (float32), after checking every τ is a finite real number > 0."""
-    if isinstance(temperature, (bool, str)) or (isinstance(temperature, torch.Tensor) and temperature.dtype == torch.bool):
-        raise TypeError(f"temperature must be a positive float or one per chain, got {temperature!r}.")
-    tau = torch.as_tensor(temperature, dtype=torch.float32, device=device).flatten()
+def check_temperatures(temperature) -> torch.Tensor:
+    """Every τ given, as a flat float32 tensor, after checking each is a finite real number > 0.
+
+    Bools and strings are refused, also inside a list: torch would read True as τ = 1."""
+    items = temperature if isinstance(temperature, (list, tuple)) else [temperature]
+    if any(isinstance(t, (bool, str)) for t in items):
+        raise TypeError(f"temperature must be a positive float or a list of them, got {temperature!r}.")
+    try:
+        tau = torch.as_tensor(temperature)
+    except (TypeError, ValueError, RuntimeError) as err:
+        raise TypeError(f"temperature must be a positive float or a list of them, got {temperature!r}.") from err
+    if tau.dtype == torch.bool or tau.is_complex():
+        raise TypeError(f"temperature must hold real numbers, got dtype {tau.dtype}.")
+    tau = tau.to(torch.float32).flatten()
     if tau.numel() == 0:
         raise ValueError("temperature is empty: pass a positive float or one value per chain.")
     bad = ~torch.isfinite(tau) | (tau <= 0)
@@ -39,11 +50,33 @@ def as_temperatures(temperature: float | torch.Tensor, batch: int, device: torch
             f"temperature must be finite and > 0, got {tau[bad].tolist()}: "
             "q_i^τ ∝ exp(ℓ_i/τ) is undefined there; use e.g. τ = 0.05 for a near-greedy chain."
         )
+    return tau
+
+
+def as_temperatures(temperature: float | list[float] | torch.Tensor, batch: int, device: torch.device,
+                    item: str = "chain") -> torch.Tensor:
+    """One temperature per `item` (a chain, a pair, a rectangle …), float32: one τ for all, or one per item."""
+    tau = check_temperatures(temperature).to(device)
     if tau.numel() == 1:
         return tau.expand(batch)
     if tau.numel() != batch:
-        raise ValueError(f"got {tau.numel()} temperatures for {batch} chains: pass one, or one per chain.")
+        what = f"{batch} {item}" + ("s" if batch != 1 else "")
+        raise ValueError(f"got {tau.numel()} temperatures for {what}: pass one, or one per {item}.")
     return tau
+
+
+FORWARD_DTYPES_BY_NAME = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+
+
+def check_dtype(dtype: torch.dtype | str | None) -> torch.dtype | None:
+    """A forward-pass dtype: None (the model's default), torch.float32 / bfloat16 / float16, or its name as the CLI
+    writes it ('float32', 'bfloat16', 'float16'). Other dtypes are refused: a network's matmuls run in none of them."""
+    if dtype is None or dtype in FORWARD_DTYPES_BY_NAME.values():
+        return dtype
+    if isinstance(dtype, str) and dtype in FORWARD_DTYPES_BY_NAME:
+        return FORWARD_DTYPES_BY_NAME[dtype]
+    raise TypeError(f"dtype must be a forward dtype, one of torch.float32, torch.bfloat16, torch.float16 (or its name "
+                    f"{', '.join(map(repr, FORWARD_DTYPES_BY_NAME))}), or None for the model's default; got {dtype!r}.")
 
 
 def check_int(name: str, value, minimum: int | None = None, maximum: int | None = None) -> int:
@@ -61,6 +94,20 @@ def check_int(name: str, value, minimum: int | None = None, maximum: int | None 
         bounds = f"in [{minimum}, {maximum}]" if maximum is not None else f"≥ {minimum}"
         raise ValueError(f"{name} must be an integer {bounds}, got {got}.")
     return got
+
+
+def check_real(name: str, value, minimum: float | None = None, above: bool = False, fix: str = "") -> float:
+    """`value` as a finite Python float ≥ `minimum` (> it if `above`); bools, strings, NaN and ±inf are refused.
+
+    `fix` ends the message, e.g. with the usual value."""
+    tail = f" {fix}" if fix else ""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {value!r} ({type(value).__name__}).{tail}")
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be finite, got {value!r}.{tail}")
+    if minimum is not None and (value <= minimum if above else value < minimum):
+        raise ValueError(f"{name} must be {'>' if above else '≥'} {minimum}, got {value!r}.{tail}")
+    return float(value)
 
 
 def check_sites(sites, batch: int, n: int, name: str = "sites") -> torch.Tensor:

@@ -13,7 +13,7 @@ import torch
 from tqdm.auto import tqdm
 
 from .checkpoint import Checkpointer, checkpointer
-from .conditionals import (ConditionalModel, as_temperatures, check_int, check_memory, check_states,
+from .conditionals import (ConditionalModel, as_temperatures, check_dtype, check_int, check_memory, check_states,
                            conditional_probabilities)
 from .rng import check_probabilities, sample_categorical, uniforms
 from .sampling import (chain_seeds, check_scan, check_speculate, choose_sites, speculation_knee, speculation_width,
@@ -98,11 +98,11 @@ def coupling_times(
     apart) and at the end; a call with the same inputs resumes from it with the same result (see `checkpoint`).
     """
     check_scan(scan)
-    budget, speculate = check_int("budget", budget, 1), check_speculate(speculate)
+    budget, speculate, dtype = check_int("budget", budget, 1), check_speculate(speculate), check_dtype(dtype)
     checkpoint_every = check_int("checkpoint_every", checkpoint_every, 1)
     x, y = (s.clone() for s in check_pairs(model, x0, y0))
     P, n = x.shape
-    tau = as_temperatures(temperature, P, x.device)
+    tau = as_temperatures(temperature, P, x.device, "pair")
     seeds = chain_seeds(seed, P).to(x.device)
     knee = speculation_knee(model, n, dtype) if speculate is None else 0.0
     k = speculate or max(speculation_widths(knee, 2 * P))

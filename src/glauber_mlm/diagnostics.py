@@ -29,6 +29,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .conditionals import check_real
+
 RHAT_MAX = 1.01  # Vehtari et al. (2021), §4: use the sample only if R̂ < 1.01
 ESS_MIN = 400  # Vehtari et al. (2021), §4: bulk (and tail) ESS ≥ 400, i.e. ≥ 100 per chain with 4 chains
 LAYOUTS = ("chain_draw", "draw_chain")
@@ -198,6 +200,9 @@ def convergence(
         raise ValueError("no summary given: pass {'name': (chain, draw) array, ...}.")
     if not isinstance(discard, (int, np.integer)) or isinstance(discard, bool) or discard < 0:
         raise ValueError(f"discard must be a non-negative int (draws dropped per chain), got {discard!r}.")
+    # NaN would fail every comparison, so every status would read 'not mixed'
+    rhat_max = check_real("rhat_max", rhat_max, 1, above=True, fix=f"R̂ is ≥ 1 up to noise; the usual bound is {RHAT_MAX}.")
+    ess_min = check_real("ess_min", ess_min, 0, fix=f"The usual bound is {ESS_MIN}; 0 drops the ESS requirement.")
     rows = {}
     for name, values in summaries.items():
         v = chain_draw(values, layout)

@@ -12,7 +12,8 @@ from __future__ import annotations
 import torch
 from tqdm.auto import tqdm
 
-from .conditionals import ConditionalModel, as_temperatures, check_int, check_states, total_variation
+from .conditionals import ConditionalModel, check_dtype, check_int, check_states, check_temperatures, total_variation
+from .rng import check_seed
 
 
 def _all_site_logits(model: ConditionalModel, states: torch.Tensor, dtype: torch.dtype | None, chunk: int) -> torch.Tensor:
@@ -32,22 +33,22 @@ def influence_matrix(
     replacements: int = 4,
     top_k: int = 50,
     seed: int = 0,
-    dtype: torch.dtype | None = torch.float32,
+    dtype: torch.dtype | str | None = torch.float32,
     chunk: int = 256,
     progress: bool = False,
 ) -> torch.Tensor:
     """Lower bound on α_ij per context: α[c, t, i, j] = max over sampled y_j of TV(q_i^τ(·|x), q_i^τ(·|x with x_j=y_j)).
 
     Replacement tokens y_j ≠ x_j come from the top-k of ℓ_j(·|x) (the tokens a chain would
-    actually move to). Logits do not depend on τ, so one pass serves every temperature. Take the
+    actually move to). `temperatures` is a grid: every τ applies to every context (index t of α).
+    Logits do not depend on τ, so one pass serves every temperature. Take the
     max over contexts for the sup, or keep contexts apart for intervals (see `stats`).
     Cost: C · n · (1 + replacements · n) conditionals.
     """
     contexts = check_states(model, contexts)
-    replacements, seed, chunk = check_int("replacements", replacements, 1), check_int("seed", seed), check_int("chunk", chunk, 1)
+    replacements, seed, chunk = check_int("replacements", replacements, 1), check_seed(seed), check_int("chunk", chunk, 1)
     top_k = check_int("top_k", top_k, 1, int(model.support.sum()) - 1)  # candidates y_j ≠ x_j within the support
-    taus = torch.as_tensor(temperatures, dtype=torch.float32).flatten()
-    taus = as_temperatures(taus, max(taus.numel(), 1), contexts.device)
+    taus, dtype = check_temperatures(temperatures).to(contexts.device), check_dtype(dtype)
     C, n = contexts.shape
     g = torch.Generator().manual_seed(seed)
     alpha = torch.zeros(C, taus.numel(), n, n)
@@ -74,10 +75,10 @@ def total_influence(alpha: torch.Tensor) -> torch.Tensor:
 
 
 @torch.inference_mode()
-def local_margins(model: ConditionalModel, states: torch.Tensor, dtype: torch.dtype | None = torch.float32,
+def local_margins(model: ConditionalModel, states: torch.Tensor, dtype: torch.dtype | str | None = torch.float32,
                   chunk: int = 256) -> torch.Tensor:
     """Top-1 minus top-2 logit of ℓ_i(·|x_{-i}) at every site: (B, n), at τ = 1 (the margin at τ is m/τ)."""
-    states = check_states(model, states)
+    states, dtype = check_states(model, states), check_dtype(dtype)
     per = max(1, check_int("chunk", chunk, 1) // states.shape[1])
     margins = []
     for k in range(0, states.shape[0], per):

@@ -33,7 +33,8 @@ from typing import Callable
 import torch
 from tqdm.auto import tqdm
 
-from .conditionals import ConditionalModel, as_temperatures, check_int, check_memory, check_states, log_conditionals
+from .conditionals import (ConditionalModel, as_temperatures, check_dtype, check_int, check_memory, check_states,
+                           log_conditionals)
 from .coupling import BRANCH_STREAM, Y_STREAM, CouplingResult, check_pairs, maximal_coupling
 from .rng import sample_categorical, uniforms
 from .sampling import SITE_STREAM, TOKEN_STREAM, Trajectory, chain_seeds, check_scan, kept_bytes, working_bytes
@@ -196,6 +197,7 @@ class Setup:
 def prepare(model, states, temperature, seed, energy, scan, block, dtype, pll_rows, copies: int = 1) -> Setup:
     """Check every argument before any forward (`states` holds `copies` stacked chains per seed)."""
     check_scan(scan)
+    dtype = check_dtype(dtype)
     B, n = states.shape
     block = check_int("block", block, 1, n)
     chunk = pll_chunk(model) if pll_rows is None else check_int("pll_rows", pll_rows, 1)

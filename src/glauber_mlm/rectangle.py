@@ -12,8 +12,9 @@ from dataclasses import dataclass
 
 import torch
 
-from .conditionals import (ConditionalModel, as_temperatures, check_int, check_sites, check_states, log_conditionals,
-                           total_variation)
+from .conditionals import (ConditionalModel, as_temperatures, check_dtype, check_int, check_sites, check_states,
+                           log_conditionals, total_variation)
+from .rng import check_seed
 
 
 @dataclass
@@ -70,24 +71,25 @@ class RectangleTest:
 def rectangle_test(
     model: ConditionalModel,
     rects: Rectangles,
-    temperature: float = 1.0,
-    dtype: torch.dtype | None = torch.float32,
+    temperature: float | list[float] | torch.Tensor = 1.0,
+    dtype: torch.dtype | str | None = torch.float32,
     chunk: int = 256,
 ) -> RectangleTest:
     """ρ = log R and the token-level influences tv_i, tv_j for each rectangle, `chunk` rectangles per batch.
 
-    The four conditionals are q_i(·|x_j=b), q_i(·|x_j=b'), q_j(·|x_i=a), q_j(·|x_i=a'); identical
-    (state, site) queries, e.g. rectangles sharing (context, i, j, b), share one forward pass.
-    Defaults to fp32 forwards: ρ can be smaller than bf16 rounding.
+    `temperature`: one τ for every rectangle, or one per rectangle. The four conditionals are q_i(·|x_j=b),
+    q_i(·|x_j=b'), q_j(·|x_i=a), q_j(·|x_i=a'); identical (state, site, τ) queries, e.g. rectangles sharing
+    (context, i, j, b) and τ, share one forward pass. Defaults to fp32 forwards: ρ can be smaller than bf16 rounding.
     """
-    chunk = check_int("chunk", chunk, 1)
+    chunk, dtype = check_int("chunk", chunk, 1), check_dtype(dtype)
     contexts, i, j, a, a2, b, b2 = _check(model, rects)
-    parts = [_rectangle_chunk(model, contexts[k : k + chunk], *(t[k : k + chunk] for t in (i, j, a, a2, b, b2)),
-                              temperature=temperature, dtype=dtype) for k in range(0, contexts.shape[0], chunk)]
+    tau = as_temperatures(temperature, contexts.shape[0], contexts.device, "rectangle")
+    parts = [_rectangle_chunk(model, contexts[k : k + chunk], *(t[k : k + chunk] for t in (i, j, a, a2, b, b2, tau)),
+                              dtype=dtype) for k in range(0, contexts.shape[0], chunk)]
     return RectangleTest(*(torch.cat([p[m] for p in parts]).cpu() for m in range(3)))
 
 
-def _rectangle_chunk(model, contexts, i, j, a, a2, b, b2, temperature, dtype):
+def _rectangle_chunk(model, contexts, i, j, a, a2, b, b2, tau, dtype):
     R = contexts.shape[0]
     rows = torch.arange(R, device=contexts.device)
 
@@ -99,9 +101,11 @@ def _rectangle_chunk(model, contexts, i, j, a, a2, b, b2, temperature, dtype):
     # the queried site's own token is masked; fixing it lets equal queries dedupe
     states = torch.cat([state(a, b), state(a, b2), state(a, b), state(a2, b)])
     sites = torch.cat([i, i, j, j])
-    queries, inverse = torch.unique(torch.cat([states, sites.unsqueeze(1)], 1), dim=0, return_inverse=True)
-    tau = as_temperatures(temperature, queries.shape[0], contexts.device)
-    logq = log_conditionals(model, queries[:, :-1], queries[:, -1], tau, dtype)  # (unique, V) float32
+    # each query carries its rectangle's τ (as an index into the distinct τ), so equal queries dedupe only at equal τ
+    taus, tau_index = torch.unique(tau.repeat(4), return_inverse=True)
+    key = torch.cat([states, sites.unsqueeze(1), tau_index.unsqueeze(1)], 1)
+    queries, inverse = torch.unique(key, dim=0, return_inverse=True)
+    logq = log_conditionals(model, queries[:, :-2], queries[:, -2], taus[queries[:, -1]], dtype)  # (unique, V) float32
     qi_b, qi_b2, qj_a, qj_a2 = inverse.split(R)
 
     def at(q: torch.Tensor, tok: torch.Tensor) -> torch.Tensor:
@@ -121,11 +125,12 @@ def _rectangle_chunk(model, contexts, i, j, a, a2, b, b2, temperature, dtype):
 def rectangle_statistic(
     model: ConditionalModel,
     rects: Rectangles,
-    temperature: float = 1.0,
-    dtype: torch.dtype | None = torch.float32,
+    temperature: float | list[float] | torch.Tensor = 1.0,
+    dtype: torch.dtype | str | None = torch.float32,
     chunk: int = 256,
 ) -> torch.Tensor:
-    """ρ = log R for each rectangle (float64, shape (R,)); see `rectangle_test` for ρ with the influences."""
+    """ρ = log R for each rectangle (float64, shape (R,)), at one τ or one τ per rectangle; see `rectangle_test`
+    for ρ with the influences."""
     return rectangle_test(model, rects, temperature, dtype, chunk).rho
 
 
@@ -140,7 +145,7 @@ def random_rectangles(
     """Rectangles on real contexts: sites i ≠ j at random, a ≠ a' from the top-k of q_i(·|x), b ≠ b' from that of q_j."""
     passages = check_states(model, passages)
     P, n = passages.shape
-    per_passage, seed = check_int("per_passage", per_passage, 1), check_int("seed", seed)
+    per_passage, seed = check_int("per_passage", per_passage, 1), check_seed(seed)
     top_k = check_int("top_k", top_k, 2, int(model.support.sum()))  # a top-k beyond the support would pick −inf ids
     if n < 2:
         raise ValueError(f"a rectangle needs two sites: passages must hold ≥ 2 tokens, got {n}.")

@@ -9,7 +9,20 @@ from __future__ import annotations
 
 import torch
 
+from .conditionals import check_int
+
 _MASK64 = (1 << 64) - 1
+SEED_MIN, SEED_MAX = -(1 << 63), (1 << 63) - 1  # seeds are int64: the streams hash them as such
+
+
+def check_seed(seed, count: int = 1) -> int:
+    """`seed` as a Python int such that seed, seed + 1, …, seed + count − 1 (the seeds of `count` chains) are int64."""
+    seed = check_int("seed", seed)
+    if not SEED_MIN <= seed <= SEED_MAX - (count - 1):
+        chains = f" so that the seeds seed, …, seed + {count - 1} of its {count} chains are too" if count > 1 else ""
+        raise ValueError(f"seed must be an int64, in [-2**63, 2**63 - {count}]{chains}; got {seed}: "
+                         "reduce it, e.g. seed % 2**62.")
+    return seed
 
 
 def _signed(c: int) -> int:

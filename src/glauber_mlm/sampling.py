@@ -20,9 +20,9 @@ import torch
 from tqdm.auto import tqdm
 
 from .checkpoint import Checkpointer, checkpointer
-from .conditionals import (ConditionalModel, as_temperatures, check_int, check_memory, check_states,
+from .conditionals import (ConditionalModel, as_temperatures, check_dtype, check_int, check_memory, check_states,
                            conditional_probabilities)
-from .rng import sample_categorical, uniforms
+from .rng import check_seed, sample_categorical, uniforms
 
 SITE_STREAM, TOKEN_STREAM = 0, 1
 MAX_SPECULATION = 16
@@ -42,16 +42,21 @@ class Trajectory:
 def chain_seeds(seed: int | list[int] | torch.Tensor, batch: int) -> torch.Tensor:
     """One int64 seed per chain: an int s gives s, s+1, …; a list, array or tensor of integers is used as given.
 
-    Floats and bools are refused (a float seed would be truncated, so 0.5 and 0.7 would give one chain)."""
+    Floats and bools are refused (a float seed would be truncated, so 0.5 and 0.7 would give one chain), and so are
+    seeds outside int64 (`rng.check_seed`)."""
     if not isinstance(seed, (list, tuple, torch.Tensor)) and not hasattr(seed, "__array__"):
-        seed = check_int("seed", seed)
-        return torch.arange(seed, seed + batch, dtype=torch.int64)
+        seed = check_seed(seed, batch)
+        return seed + torch.arange(batch, dtype=torch.int64)  # arange(seed, seed + batch) overflows at the top
     try:
         seeds = torch.as_tensor(seed)
     except (TypeError, ValueError, RuntimeError) as err:
-        raise TypeError(f"seed must be an int or one integer per chain, got {seed!r}.") from err
+        raise TypeError(f"seed must be an int or one integer per chain, each an int64 in [-2**63, 2**63 - 1]; "
+                        f"got {seed!r}.") from err
     if seeds.dtype == torch.bool or seeds.is_floating_point() or seeds.is_complex():
         raise TypeError(f"seed must be an int or one integer per chain, got dtype {seeds.dtype}.")
+    if seeds.dtype == torch.uint64 and (seeds.to(torch.int64) < 0).any():  # the cast would wrap 2**63 to −2**63
+        raise ValueError("seed values must be int64, in [-2**63, 2**63 - 1]; got some ≥ 2**63: reduce them, "
+                         "e.g. seed % 2**62.")
     seeds = seeds.to(torch.int64).flatten()
     if seeds.numel() != batch:
         raise ValueError(f"got {seeds.numel()} seeds for {batch} chains: pass one int, or one seed per chain.")
@@ -130,7 +135,7 @@ def glauber(
     seed: int | list[int] | torch.Tensor = 0,
     scan: str = "random",
     record_every: int = 1,
-    dtype: torch.dtype | None = None,
+    dtype: torch.dtype | str | None = None,
     progress: bool = False,
     speculate: int | None = None,
     checkpoint: str | Path | None = None,
@@ -139,7 +144,8 @@ def glauber(
     """Run `steps` Glauber updates on every chain of `init` (B × n) in one batched pass per step.
 
     `temperature` and `seed` are scalars or one value per chain, so a temperature grid is one batch.
-    `dtype` is the forward-pass dtype (None: the model's default); softmax and sampling run in fp32/fp64.
+    `dtype` is the forward-pass dtype (None: the model's default; `conditionals.check_dtype` lists the others);
+    softmax and sampling run in fp32/fp64.
     Every recorded state is kept (int64, R × B × n with R = steps // record_every + 1): the call estimates
     that memory and the per-step working set first, and refuses (MemoryError naming the fix) where they
     would not fit in the memory available now.
@@ -160,7 +166,7 @@ def glauber(
     """
     check_scan(scan)
     steps, record_every = check_int("steps", steps, 0), check_int("record_every", record_every, 1)
-    speculate = check_speculate(speculate)
+    speculate, dtype = check_speculate(speculate), check_dtype(dtype)
     checkpoint_every = check_int("checkpoint_every", checkpoint_every, 1)
     x = check_states(model, init).clone()
     B, n = x.shape
