@@ -75,6 +75,7 @@ from matplotlib.ticker import NullFormatter
 
 import glauber_mlm as gm
 from glauber_mlm import conditions
+from glauber_mlm.checks import Check
 from glauber_mlm.notebook import Run
 from glauber_mlm.passages import load_passages, passage_pairs, sample_passages
 from glauber_mlm.plots import interval_errorbar
@@ -548,15 +549,32 @@ run.conclude(
         "largest m/τ among the fitted traps, against ln(V − 1)":
             f"{fit_rows.margin_over_tau.max():.1f} vs {math.log(int(mlm.support.sum()) - 1):.1f}" if len(fit_rows) else "no traps",
     },
-    checks={
-        "the pooled total influence falls below 1 inside or below the temperature grid at every length":
-            bool(not crossing.status.str.startswith("above").any()),
-        "the theorem's prediction: the phase diagram is fast at every temperature above τ* (boundary ≤ τ*)":
-            bool((comparable.boundary_temperature <= comparable.crossing_temperature).all())
-            if len(comparable) else None,
-        "the dwell grows with the margin: c's 95% interval lies above zero": bool(fit["slope_low"] > 0) if finite_c else None,
-        "c's 95% interval contains the predicted rate 1": bool(fit["slope_low"] <= 1 <= fit["slope_high"]) if finite_c else None,
-    })
+    checks=[
+        Check("the pooled total influence falls below 1 inside or below the temperature grid at every length",
+              "crossing of the pooled total influence", "passes when it crosses 1 inside or below the grid",
+              ", ".join(f"n = {r.length}: {r.status}" for r in crossing.itertuples()),
+              bool(not crossing.status.str.startswith("above").any()), None, core=False,
+              to_decide="none at this grid: a lower bound on a supremum crossing 1 is the uninformative side, and the "
+                        "grid's highest τ guarantees it"),
+        Check("the theorem's prediction: the phase diagram is fast at every temperature above τ* (boundary ≤ τ*)",
+              "measured slow-to-fast boundary against τ*", "passes when boundary ≤ τ* at every length",
+              ", ".join(f"n = {r.length}: {r.boundary_temperature:g} vs {r.crossing_temperature:.2f}"
+                        for r in comparable.itertuples()) or "no length with both",
+              bool((comparable.boundary_temperature <= comparable.crossing_temperature).all())
+              if len(comparable) else None, None,
+              to_decide="a phase diagram with temperatures above τ* at every length, and a planted slow model"),
+        Check("the dwell grows with the margin: c's 95% interval lies above zero", "dwell–margin rate c",
+              "passes when its 95% lower bound > 0",
+              f"{fit['slope']:.2f} [{fit['slope_low']:.2f}, {fit['slope_high']:.2f}]" if finite_c else "not fitted",
+              bool(fit["slope_low"] > 0) if finite_c else None, None,
+              to_decide="a right-censored geometric fit, calibrated on planted censored dwells with a known c"),
+        Check("c's 95% interval contains the predicted rate 1", "dwell–margin rate c", "passes when its interval contains 1",
+              f"{fit['slope']:.2f} [{fit['slope_low']:.2f}, {fit['slope_high']:.2f}]" if finite_c else "not fitted",
+              bool(fit["slope_low"] <= 1 <= fit["slope_high"]) if finite_c else None, None,
+              to_decide="an equivalence margin for c stated in advance; resampling over chains and passages"),
+    ],
+    not_shown=f"the metastability bound itself: it says something only where m/τ > ln(V − 1) ≈ "
+              f"{math.log(int(mlm.support.sum()) - 1):.1f}, and single-state dwells are geometric by construction")
 
 # %%
 run.finish()

@@ -84,6 +84,7 @@ from IPython.display import Markdown
 from myst_nb import glue
 
 import glauber_mlm as gm
+from glauber_mlm.checks import Check
 from glauber_mlm.diagnostics import ESS_MIN, RHAT_MAX
 from glauber_mlm.notebook import Run
 from glauber_mlm.passages import load_passages, passage_pairs, sample_passages
@@ -455,12 +456,20 @@ run.conclude(
         "forward rows per chain-step of the coupled pairs, Glauber / MH":
             f"{by_sampler['Glauber', 'coupled pairs']:.2f} / {by_sampler['MH (PLL target)', 'coupled pairs']:.2f}",
     },
-    checks={
-        **{f"R̂ and coupling agree at threshold {h:g}: R̂ ≥ {h:g} at every slow τ and < {h:g} at every fast τ":
-           agreement[h] for h in THRESHOLDS},
-        "MH's acceptance rate among token-changing proposals is higher at the highest τ than at the lowest":
-            bool(highest.acceptance > lowest.acceptance),
-    })
+    checks=[
+        *[Check(f"R̂ and coupling agree at threshold {h:g}: R̂ ≥ {h:g} at every slow τ and < {h:g} at every fast τ",
+                "largest R̂ per τ against the coupling regime", f"passes when R̂ ≥ {h:g} exactly where coupling is slow",
+                ", ".join(f"τ = {r.temperature:g}: {r.max_rhat:.3f}" for r in views.itertuples()), agreement[h], None,
+                to_decide="bulk ESS ≥ 400 per summary (R̂'s own noise is ≈ 0.06 at the current ESS), calibrated on "
+                          "iid against shifted chains")
+          for h in THRESHOLDS],
+        Check("MH's acceptance rate among token-changing proposals is higher at the highest τ than at the lowest",
+              "MH acceptance, highest vs lowest τ", "passes when higher", f"{highest.acceptance:.0%} vs {lowest.acceptance:.0%}",
+              bool(highest.acceptance > lowest.acceptance), None, core=False,
+              to_decide="an interval over independent chains (4 chains per cell now)"),
+    ],
+    question="book",
+    not_shown="that any single chain has mixed: the agreement rests on few temperatures and underpowered R̂")
 
 # %%
 run.finish()

@@ -5,7 +5,7 @@ A notebook declares `PROFILES = {"smoke": {...}, "cpu": {...}, "paper": {...}}` 
 every keyword that is not None overrides the profile. Tables go to CSV, figures to PNG, and
 `run.finish()` writes provenance.json (model, profile, parameters, device, the chains' forward dtype,
 machine and CPU class, versions, commit, wall time, and the run id that ties it to its executed page).
-`run.conclude(claim, key_numbers, checks)` makes the page's result box (see `verdict.py`).
+`run.conclude(claim, key_numbers, checks)` makes the page's result box and checks.csv (see `verdict.py`, `checks.py`).
 `run.upstream_table(NAME, TABLE)` reads another notebook's published table only when its provenance
 matches this run's model, profile and scale.
 
@@ -249,23 +249,29 @@ class Run:
         profile = f"`{self.profile}` profile" + (f", **{self.dry_run}** (budgets × {self.scale:g})" if self.dry_run else "")
         return f"{profile} · model {names} · {self.forward_dtype()} forward · {machine()}"
 
-    def conclude(self, claim: str, key_numbers: dict[str, str], checks: dict[str, bool | None]) -> None:
-        """The page's result box: glued as `result` (shown at the top of the page) and saved as result.json.
+    def conclude(self, claim: str, key_numbers: dict[str, str], checks: list, question: str = "paper",
+                 not_shown: str = "") -> None:
+        """The page's result box: glued as `result` (shown at the top of the page), saved as result.json, and its
+        checks as checks.csv.
 
         `key_numbers` are this run's key numbers, already formatted with their intervals; `checks` are the page's
-        pre-stated criteria, each True, False or None (not computable here). The verdict is in result.json; a dry
-        run's verdict is "dry run at scale S" (its checks' verdict is kept as `checks_verdict`), never a result.
+        pre-stated `checks.Check`s with their calibrations; `question` is "paper" for a claim of the paper, "book"
+        for the book's own question; `not_shown` says what this build does not show. A dry run's verdict is
+        "dry run at scale S" (its checks' verdict is kept as `checks_verdict`), never a result.
         """
         from IPython.display import Markdown
 
+        from .checks import table
         from .verdict import box_markdown, judge
 
-        verdict = judge(checks)
-        text = box_markdown(claim, self.build(), key_numbers, checks, verdict, dry_run=self.dry_run)
+        verdict = judge(checks, question)
+        text = box_markdown(claim, self.build(), key_numbers, checks, verdict, dry_run=self.dry_run, not_shown=not_shown)
+        self.save_table(table(checks), "checks")
         (self.out / "result.json").write_text(json.dumps(dict(
             notebook=self.name, verdict=self.dry_run or verdict.word, checks_verdict=verdict.word,
-            summary=verdict.summary, scale=self.scale, claim=claim, build=self.build(), numbers=key_numbers,
-            checks=checks), indent=2, ensure_ascii=False))
+            reason=verdict.reason, summary=verdict.summary, question=question, scale=self.scale, claim=claim,
+            build=self.build(), numbers=key_numbers, checks={c.check: c.outcome for c in checks},
+            not_shown=not_shown), indent=2, ensure_ascii=False))
         try:
             from myst_nb import glue
         except ImportError:  # outside the book's environment: show the box where it is computed

@@ -338,3 +338,31 @@ def tell_apart(judged: list[dict]) -> list[dict]:
             out.append(dict(first=a["law"], second=b["law"],
                             verdict=("cannot tell apart", "told apart", "neither fits")[k]))
     return out
+
+
+def nlogn_curvature(n, times, met=None, level: float = 0.95, n_boot: int = 1000, seed: int = 0) -> dict[str, float]:
+    """Is T faster than n log n? The curvature c of T/n ≈ a + b·log n + c·(log n)², fitted to the censored median T
+    per length, with a one-sided bootstrap bound (pairs resampled within each length).
+
+    Every law a·n log n + b'·n (n log n with any lower-order linear term) has c = 0 exactly; a power n^β with β > 1
+    is convex in log n (c > 0). The rule "growth faster than n log n" is `low > 0`, with `low` the one-sided `level`
+    lower bound of c. Needs at least four lengths (three coefficients and a residual). Returns dict(c, low,
+    slope, dropped); all nan when some length's median is censored.
+    """
+    lengths, groups = pairs_by_length(n, times, met)
+    if lengths.size < 4:
+        raise ValueError(f"the curvature test needs at least four lengths, got {lengths.tolist()}.")
+    nan = float("nan")
+    medians = np.array([np.median(g) for g in groups])
+    if not np.isfinite(medians).all():
+        return dict(c=nan, low=nan, slope=nan, dropped=n_boot)
+    L = np.log(lengths)
+    design = np.stack([np.ones_like(L), L, L**2], 1)
+    solve = np.linalg.pinv(design)  # (3, lengths): coefficients of each resample in one product
+    coef = solve @ (medians / lengths)
+    rng = np.random.default_rng(seed)
+    boot = np.stack([np.median(g[rng.integers(0, g.size, (n_boot, g.size))], axis=1) for g in groups], 1)
+    ok = np.isfinite(boot).all(1)
+    c_boot = (boot[ok] / lengths) @ solve[2]
+    low = float(np.quantile(c_boot, 1 - level)) if c_boot.size else nan
+    return dict(c=float(coef[2]), low=low, slope=float(coef[1]), dropped=int((~ok).sum()))

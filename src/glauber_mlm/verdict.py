@@ -1,83 +1,96 @@
-"""The result box of a page: the paper's claim, this build, its key numbers and a verdict computed by one rule.
+"""The result box of a page: the paper's claim, this build, its key numbers and a verdict from its decisive checks.
 
-A page states its checks before it runs (each a sentence that a table answers with yes, no, or "cannot be
-computed at this scale") and the verdict follows from their answers, never from a reading of the figures:
+A page states its checks before it runs (`checks.Check`: a rule, its value here, and its power and size on
+planted truths at this design). Only a decisive check (power ≥ 0.8, size ≤ 0.1) passes or fails; the verdict
+follows from the outcomes, never from a reading of the figures:
 
-    reproduced                   every check passes
-    partly reproduced            some checks pass, or all that could be computed pass while others could not
-    not reproduced               every check that could be computed fails
-    not testable at this scale   no check could be computed
+    reproduced                    every check passes decisively
+    not reproduced                a decisive check of the claim's core fails
+    inconclusive at this scale    otherwise (some check is inconclusive, or only a side check fails)
+
+The book's own questions (00: do the tools recover known answers; 06: does a diagnostic agree with coupling) are
+not claims of the paper: their words are "passes", "fails" and "inconclusive at this scale" (`question="book"`).
+Every verdict comes with a one-line reason.
 
 A dry run (the profile's budgets scaled down, `Run(..., scale=S)` with S < 1) is no result: its box opens with
 "Dry run at scale S" and its checks are shown only as a test that the code path computes them.
 
-`Run.conclude` (in `notebook.py`) glues the box into the page (myst-nb `glue`, shown at the top of the page
-by a `{glue:md}` directive) and saves it as result.json beside the tables.
+`Run.conclude` (in `notebook.py`) glues the box into the page (myst-nb `glue`, shown at the top of the page by a
+`{glue:md}` directive) and saves it as result.json, and the checks as checks.csv, beside the tables.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-REPRODUCED, PARTLY, NOT_REPRODUCED, NOT_TESTABLE = ("reproduced", "partly reproduced", "not reproduced",
-                                                     "not testable at this scale")
-RULE = ("reproduced when every check passes; partly when some pass (or all that could be computed pass and "
-        "others could not); not reproduced when every computable check fails; not testable at this scale when "
-        "none could be computed")
+from .checks import FAIL, INCONCLUSIVE, PASS, POWER_MIN, SIZE_MAX, Check
+
+WORDS = {"paper": ("reproduced", "not reproduced", "inconclusive at this scale"),
+         "book": ("passes", "fails", "inconclusive at this scale")}
+RULE = (f"a check decides only where its power on a planted truth is ≥ {POWER_MIN} and its size on a planted null "
+        f"≤ {SIZE_MAX}, at this page's design; the verdict is positive when every check passes decisively, negative "
+        "when a decisive check of the claim's core fails, and inconclusive otherwise")
 
 
 @dataclass(frozen=True)
 class Verdict:
-    word: str                              # one of the four verdicts above
-    passed: int                            # checks that pass
-    failed: int                            # checks that fail
-    untestable: int                        # checks that could not be computed
+    word: str
+    reason: str                   # one line: why this word
+    passed: int                   # decisive passes
+    failed: int                   # decisive fails
+    inconclusive: int
 
     @property
     def summary(self) -> str:
-        total = self.passed + self.failed + self.untestable
-        extra = f", {self.untestable} not computable at this scale" if self.untestable else ""
-        return f"{self.passed} of {total} checks pass{extra}"
+        total = self.passed + self.failed + self.inconclusive
+        return f"{self.passed} of {total} checks pass decisively, {self.failed} fail, {self.inconclusive} inconclusive"
 
 
-def judge(checks: dict[str, bool | None]) -> Verdict:
-    """The verdict of the module doc from named checks: True passes, False fails, None could not be computed."""
-    if not checks:
-        raise ValueError("a verdict needs at least one check: name what the page tests before it runs.")
-    bad = {k: v for k, v in checks.items() if v is not None and not isinstance(v, bool)}
-    if bad:
-        raise ValueError(f"checks must be True, False or None (not computable), got {bad}: compare the table's "
-                         "numbers with the stated threshold and pass the bool.")
-    passed = sum(v is True for v in checks.values())
-    failed = sum(v is False for v in checks.values())
-    untestable = sum(v is None for v in checks.values())
-    if passed + failed == 0:
-        word = NOT_TESTABLE
-    elif passed == 0:
-        word = NOT_REPRODUCED
-    elif failed == 0 and untestable == 0:
-        word = REPRODUCED
+def judge(checks: list[Check], question: str = "paper") -> Verdict:
+    """The verdict of the module doc from a page's checks; `question` is "paper" (a claim of the paper) or "book"."""
+    if question not in WORDS:
+        raise ValueError(f"question must be 'paper' (a claim of the paper) or 'book' (the book's own), got {question!r}.")
+    if not checks or not all(isinstance(c, Check) for c in checks):
+        raise ValueError("a verdict needs at least one Check (glauber_mlm.checks.Check): name what the page tests "
+                         "before it runs.")
+    yes, no, unsure = WORDS[question]
+    outcomes = [c.outcome for c in checks]
+    passed, failed, inconclusive = (outcomes.count(o) for o in (PASS, FAIL, INCONCLUSIVE))
+    core_fails = [c for c in checks if c.core and c.outcome == FAIL]
+    if core_fails:
+        word, reason = no, f"a decisive check fails: {core_fails[0].check}"
+    elif passed == len(checks):
+        word, reason = yes, f"all {len(checks)} checks pass decisively"
     else:
-        word = PARTLY
-    return Verdict(word, passed, failed, untestable)
+        open_ = [c for c in checks if c.outcome != PASS]
+        first = open_[0]
+        more = f" (and {len(open_) - 1} more)" if len(open_) > 1 else ""
+        state = "fails (a side check)" if first.outcome == FAIL else f"is inconclusive: {first.reason}"
+        reason = f"{passed} of {len(checks)} checks pass decisively; “{first.check}” {state}{more}"
+        word = unsure
+    return Verdict(word, reason, passed, failed, inconclusive)
 
 
 def _cell(text: str) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
-def box_markdown(claim: str, build: str, numbers: dict[str, str], checks: dict[str, bool | None],
-                 verdict: Verdict, dry_run: str | None = None) -> str:
-    """The box as MyST Markdown: verdict line, claim, build, a table of key numbers and a table of checks.
-
-    `dry_run` ("dry run at scale S") replaces the verdict line: the checks of a scaled-down run are no result."""
-    mark = {True: "yes", False: "**no**", None: "not computable at this scale"}
-    headline = (f"**Verdict: {dry_run}, not a result** (budgets scaled down; at this scale {verdict.summary}, "
-                f"{verdict.word})." if dry_run else f"**Verdict: {verdict.word}** ({verdict.summary}).")
+def box_markdown(claim: str, build: str, numbers: dict[str, str], checks: list[Check], verdict: Verdict,
+                 dry_run: str | None = None, not_shown: str = "") -> str:
+    """The box as MyST Markdown: verdict line and reason, claim, build, key numbers, the checks with their power and
+    size, and what this build does not show. `dry_run` ("dry run at scale S") replaces the verdict line."""
+    headline = (f"**Verdict: {dry_run}, not a result** (budgets scaled down; at this scale: {verdict.word}, "
+                f"{verdict.summary})." if dry_run else f"**Verdict: {verdict.word}.** {verdict.reason}.")
     lines = [headline, "",
-             f"**The paper's claim.** {claim}", "", f"**This build.** {build}", "",
+             f"**The claim.** {claim}", "", f"**This build.** {build}", "",
              "| this run | value |", "| --- | --- |"]
     lines += [f"| {_cell(k)} | {_cell(v)} |" for k, v in numbers.items()]
-    lines += ["", "| check, stated before the run | passes |", "| --- | --- |"]
-    lines += [f"| {_cell(k)} | {mark[v]} |" for k, v in checks.items()]
-    lines += ["", f"*Rule:* {RULE}."]
+    lines += ["", "| check, stated before the run | value | rule | power / size | outcome |",
+              "| --- | --- | --- | --- | --- |"]
+    for c in checks:
+        cal = f"{c.calibration.power:.2f} / {c.calibration.size:.2f}" if c.calibration else "not calibrated"
+        outcome = {PASS: "pass", FAIL: "**fail**", INCONCLUSIVE: f"inconclusive ({c.reason})"}[c.outcome]
+        lines.append(f"| {_cell(c.check)} | {_cell(c.value)} | {_cell(c.threshold)} | {cal} | {_cell(outcome)} |")
+    if not_shown:
+        lines += ["", f"**What this build does not show.** {not_shown}"]
+    lines += ["", f"*Rule:* {RULE}. Each check's calibration and what would make it decisive: `checks.csv`."]
     return "\n".join(lines)
