@@ -2,14 +2,24 @@
 
 A notebook executes into a staging folder (`<staging>/NAME/NAME.ipynb` and `<staging>/NAME/NAME/`).
 Only a run that finished — every cell ran and `run.finish()` wrote a provenance.json carrying this
-run's id — is published: both are copied beside the published pair under hidden names, then swapped in
-with `os.replace` (the old folder is renamed aside first and deleted last). A kill at any instant leaves
-the previous pair, or the new pair, or (inside the few renames) a pair whose ids disagree; the next run
-restores the previous folder if it was left aside, and `check_published` refuses a torn pair, so a
-half-written page is never built as if it were good.
+run's id — is published, in these steps:
+
+1. copy the results folder to `.NAME.incoming` beside the published one;
+2. copy the notebook to `.NAME.ipynb.incoming`; both copies are fsynced;
+3. rename the published results folder aside to `.NAME.previous` (if there is one);
+4. rename `.NAME.incoming` to `NAME`;
+5. rename `.NAME.ipynb.incoming` to `NAME.ipynb`;
+6. delete `.NAME.previous`.
+
+A kill after any step leaves the previous pair or the new one complete on disk; `recover` (run before
+the next publish, and when a publish fails) finishes or undoes the steps so that exactly one complete
+pair remains and nothing hidden is left, and `check_published` refuses a torn pair, so a half-written
+page is never built as if it were good. `check_room` refuses, before a run, a folder a publish could
+not write to.
 """
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shutil
@@ -22,6 +32,9 @@ RUN_ID = "GLAUBER_MLM_RUN_ID"        # the kernel's run id; `Run.provenance` wri
 RESULTS = "GLAUBER_MLM_RESULTS"      # the published results folder, where `Run.upstream_table` reads other notebooks
 CHECKPOINTS = "GLAUBER_MLM_CHECKPOINTS"  # where a run's long calls save their progress (`Run.checkpoint`)
 REQUIRED = ("notebook", "profile", "parameters", "device", "commit", "versions", "run_id")
+# free space a run needs beyond a second copy of its published page: a margin for the staged attempt (tables and
+# figures) and the checkpoints written while it runs; a disk that fills up anyway fails the publish, which is undone
+MIN_FREE_BYTES = 256 * 2**20
 
 
 def new_run_id() -> str:
@@ -39,38 +52,111 @@ def _fsync_tree(path: Path) -> None:
             os.fsync(fh.fileno())
 
 
+def _remove(path: Path) -> None:
+    if path.is_dir():
+        shutil.rmtree(path)
+    elif path.exists():
+        path.unlink()
+
+
+def _size(path: Path) -> int:
+    if path.is_file():
+        return path.stat().st_size
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) if path.is_dir() else 0
+
+
+def _same_run(notebook: Path, results: Path) -> bool:
+    """Whether `notebook` and `results` are one complete run's pair (both readable, one run id)."""
+    try:
+        stamped = notebook_run_id(notebook)
+        prov = json.loads((results / "provenance.json").read_text())
+    except (OSError, ValueError):
+        return False
+    return stamped is not None and stamped == prov.get("run_id")
+
+
 def recover(out_notebook: Path, output_dir: Path) -> None:
-    """Undo what a publish killed mid-way left: restore the previous results folder, drop half-copied files."""
+    """Finish or undo a publish that was killed between two of its steps (see the module doc).
+
+    Killed after step 4, the new pair is complete (its copies were fsynced before step 3): step 5 is done
+    now. Then `.previous` is deleted only when the published notebook and results folder are one run's pair;
+    otherwise (killed after step 3) it is renamed back. Half-copied `.incoming` files are deleted last.
+    """
     previous = _aside(output_dir, "previous")
+    incoming_dir, incoming_nb = _aside(output_dir, "incoming"), _aside(out_notebook, "incoming")
+    if not incoming_dir.exists() and incoming_nb.exists() and _same_run(incoming_nb, output_dir):
+        os.replace(incoming_nb, out_notebook)
     if previous.exists():
-        if output_dir.exists():
+        if output_dir.exists() and _same_run(out_notebook, output_dir):
             shutil.rmtree(previous)
         else:
+            _remove(output_dir)
             os.replace(previous, output_dir)
-    for leftover in (_aside(output_dir, "incoming"), _aside(out_notebook, "incoming")):
-        if leftover.is_dir():
-            shutil.rmtree(leftover)
-        elif leftover.exists():
-            leftover.unlink()
+    _remove(incoming_dir)
+    _remove(incoming_nb)
 
 
 def publish(staged_notebook: Path, staged_dir: Path, out_notebook: Path, output_dir: Path) -> None:
-    """Replace the published notebook and its results folder by the staged ones (see the module doc)."""
+    """Replace the published notebook and its results folder by the staged ones (the steps of the module doc).
+
+    An OSError (a full disk, a read-only folder) is raised after `recover` put the previous pair back and
+    removed the hidden copies, so a failed publish leaves the published page as it was.
+    """
     recover(out_notebook, output_dir)
-    output_dir.parent.mkdir(parents=True, exist_ok=True)
-    out_notebook.parent.mkdir(parents=True, exist_ok=True)
     incoming_dir, incoming_nb = _aside(output_dir, "incoming"), _aside(out_notebook, "incoming")
-    shutil.copytree(staged_dir, incoming_dir)
-    shutil.copy2(staged_notebook, incoming_nb)
-    _fsync_tree(incoming_dir)
-    _fsync_tree(incoming_nb)
     previous = _aside(output_dir, "previous")
-    if output_dir.exists():
-        os.replace(output_dir, previous)
-    os.replace(incoming_dir, output_dir)
-    os.replace(incoming_nb, out_notebook)
-    if previous.exists():
-        shutil.rmtree(previous)
+    try:
+        output_dir.parent.mkdir(parents=True, exist_ok=True)
+        out_notebook.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copytree(staged_dir, incoming_dir)
+        shutil.copy2(staged_notebook, incoming_nb)
+        _fsync_tree(incoming_dir)
+        _fsync_tree(incoming_nb)
+        if output_dir.exists():
+            os.replace(output_dir, previous)
+        os.replace(incoming_dir, output_dir)
+        os.replace(incoming_nb, out_notebook)
+    except OSError:
+        try:
+            recover(out_notebook, output_dir)
+        except OSError:  # the first error says why; what is left is undone before the next publish
+            pass
+        raise
+    if previous.exists():  # published: a .previous this cannot delete is deleted by the next recover
+        shutil.rmtree(previous, ignore_errors=True)
+
+
+def _fix(code: int | None, folder: Path) -> str:
+    """What to do about an OSError with errno `code` raised while writing into `folder`."""
+    if code in (errno.ENOSPC, errno.EDQUOT):
+        return f"free some space on the disk that holds {folder} (df -h {folder})"
+    if code in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return f"make {folder} writable (chmod -R u+w {folder}), or give a --root DIR you can write to"
+    return f"check that {folder} can be written to"
+
+
+def publish_failure(name: str, folder: Path, attempt: Path, err: OSError) -> str:
+    """The message of a run that finished but could not be published into `folder`."""
+    return (f"{name} finished but could not be published into {folder}: {err.strerror or err}"
+            f"{f' ({err.filename})' if err.filename else ''}.\n"
+            f"  the published notebook and results are unchanged; the finished run is in {attempt}\n"
+            f"  fix: {_fix(err.errno, folder)}, then rerun the same command (its checkpoints are kept, so it resumes).")
+
+
+def check_room(out_notebook: Path, output_dir: Path, work: Path) -> None:
+    """Refuse (BookError), before a run, folders a publish could not write: the published notebook's folder
+    and `work` (where the attempt and its checkpoints go) must be writable, with room on their disks for a
+    second copy of the published pair and `MIN_FREE_BYTES`. A folder not created yet is checked through its
+    nearest existing parent."""
+    need = _size(out_notebook) + _size(output_dir) + MIN_FREE_BYTES
+    for folder in (out_notebook.parent, work):
+        existing = next(p for p in (folder, *folder.parents) if p.exists())
+        if not os.access(existing, os.W_OK | os.X_OK):
+            raise BookError(f"{existing} is not writable, so this run could not be saved: {_fix(errno.EACCES, existing)}.")
+        free = shutil.disk_usage(existing).free
+        if free < need:
+            raise BookError(f"only {free / 2**20:.0f} MiB are free on the disk that holds {existing}, and this run needs "
+                            f"{need / 2**20:.0f} MiB there: {_fix(errno.ENOSPC, existing)}.")
 
 
 def notebook_run_id(notebook: Path) -> str | None:
