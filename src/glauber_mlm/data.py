@@ -532,8 +532,16 @@ def verify_product(path: Path) -> None:
     if got != entries[name]["sha256"]:
         raise ValueError(
             f"checksum mismatch for {path}: {manifest_path} records sha256 {entries[name]['sha256']}, the file has "
-            f"{got}. It was edited or damaged: restore it (git checkout -- {name}) or rebuild with `glauber-mlm build-data`."
+            f"{got}. It was edited or damaged: restore it ({_git_restore(path)}) or rebuild with `glauber-mlm build-data`."
         )
+
+
+def _git_restore(path: Path) -> str:
+    """The command that restores `path` from git: `git checkout -- data/passages.jsonl, from the repository root`
+    (the path relative to the repository root, where the command works; the manifest's own root is `data/`)."""
+    path = Path(path).resolve()
+    top = next((p for p in path.parents if (p / ".git").exists()), None)
+    return f"git checkout -- {path.relative_to(top).as_posix()}, from the repository root" if top else f"git checkout -- {path}"
 
 
 def refresh_model_checksums(data_dir: Path) -> None:
