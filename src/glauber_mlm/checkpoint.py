@@ -2,9 +2,10 @@
 
 Randomness is counter-based (see `rng`): a chain's uniforms depend only on (seed, step, stream), so a
 run restored from its state at step t continues the trajectory it would have followed uninterrupted.
-A checkpoint is a `torch.save`d dict of tensors and ints tagged with `fingerprint` of the call's inputs;
-`load` trusts it only when that tag matches. A file written by other inputs, or one that cannot be read
-(truncated, corrupt), is set aside under a new name with a warning naming the path and the reason,
+A checkpoint is a `torch.save`d dict of tensors and ints tagged with `fingerprint` of the call's inputs (a model
+by every parameter and buffer) and carrying the sha256 of its own values (`checksum`); `load` trusts it only when
+both match. A file written by other inputs, or one that cannot be read or fails its checksum (truncated, corrupt,
+a flipped bit), is set aside under a new name with a warning naming the path and the reason,
 never trusted and never deleted. A finished run's checkpoint stays: a rerun of the same call returns at once.
 Each save writes the whole state so far (recorded states, site and change logs), so a run writes about
 (steps / every) × its result in all: for long runs that record many states, raise `checkpoint_every`.
@@ -16,13 +17,15 @@ import importlib.metadata
 import os
 import tempfile
 import warnings
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
-SAMPLED_ELEMENTS = 1 << 16  # elements of a parameter tensor hashed into a model's identity (plus its sum)
+# module -> (the state of its tensors, their sha256): see `module_identity`
+_IDENTITIES: weakref.WeakKeyDictionary[torch.nn.Module, tuple[tuple, bytes]] = weakref.WeakKeyDictionary()
 
 
 def package_version() -> str:
@@ -40,12 +43,29 @@ def tensor_bytes(t: torch.Tensor) -> bytes:
 
 
 def module_identity(module: torch.nn.Module) -> bytes:
-    """Cheap identity of a network: the first and last two tensors of its state dict, each by name, shape,
-    its first `SAMPLED_ELEMENTS` elements and its float64 sum (a fine-tune changes the sums)."""
-    items = list(module.state_dict().items())
-    picked = items[:2] + items[-2:] if len(items) > 4 else items
-    return b"".join(name.encode() + tensor_bytes(t.flatten()[:SAMPLED_ELEMENTS])
-                    + repr(float(t.sum(dtype=torch.float64))).encode() for name, t in picked)
+    """sha256 of every parameter and buffer of a network, each by name, dtype, shape and bytes.
+
+    Hashed once, then again only when a tensor was replaced, moved or written in place since: the cache is keyed on
+    each tensor's storage address and version counter, which every in-place write (an optimiser step, `copy_`,
+    `load_state_dict`) advances. A write through `.data` does not advance it: call `forget_identity(module)`
+    (`MLMAdapter.refresh_weights` does) after one."""
+    tensors = [*module.named_parameters(), *module.named_buffers()]
+    # an inference tensor (made under inference_mode, e.g. a buffer built lazily by a forward) has no version
+    # counter: a network holding one is hashed on every call
+    state = None if any(t.is_inference() for _, t in tensors) else tuple(
+        (name, t.data_ptr(), t._version, t.dtype, t.shape, t.device) for name, t in tensors)
+    cached = _IDENTITIES.get(module)
+    if state is None or cached is None or cached[0] != state:
+        h = hashlib.sha256()
+        for name, t in tensors:
+            h.update(name.encode() + b"\0" + tensor_bytes(t))
+        cached = _IDENTITIES[module] = (state, h.digest())
+    return cached[1]
+
+
+def forget_identity(module: torch.nn.Module) -> None:
+    """Drop the cached `module_identity` of `module` (after a write its version counters do not see)."""
+    _IDENTITIES.pop(module, None)
 
 
 def model_identity(model) -> bytes:
@@ -72,13 +92,23 @@ def encode(value) -> bytes:
     return repr(value).encode()
 
 
-def fingerprint(**inputs) -> str:
-    """sha256 over the package version and the call's inputs (sorted by name): the tag a checkpoint must match."""
-    h = hashlib.sha256(f"glauber-mlm {package_version()}".encode())
-    for name in sorted(inputs):
-        part = encode(inputs[name])
+def digest(values: dict, prefix: str = "") -> str:
+    """sha256 over `prefix` and each value's canonical bytes (`encode`), sorted by name."""
+    h = hashlib.sha256(prefix.encode())
+    for name in sorted(values):
+        part = encode(values[name])
         h.update(f"\0{name}\0{len(part)}\0".encode() + part)
     return h.hexdigest()
+
+
+def fingerprint(**inputs) -> str:
+    """sha256 over the package version and the call's inputs (sorted by name): the tag a checkpoint must match."""
+    return digest(inputs, f"glauber-mlm {package_version()}")
+
+
+def checksum(state: dict) -> str:
+    """The sha256 of a checkpoint's values (all but its "checksum"): tensors by their bytes, numbers by their repr."""
+    return digest({k: v for k, v in state.items() if k != "checksum"})
 
 
 def save(path: str | Path, state: dict) -> None:
@@ -110,8 +140,9 @@ def set_aside(path: Path, tag: str) -> Path:
 def load(path: str | Path, fingerprint: str) -> dict | None:
     """The saved state when `path` holds a readable checkpoint tagged `fingerprint`; else None.
 
-    A missing file returns None quietly; an unreadable one is renamed `<name>.corrupt`, one written by other
-    inputs `<name>.other-inputs`, each with a warning naming the path and the reason."""
+    A missing file returns None quietly; an unreadable one, or one whose values fail their checksum, is renamed
+    `<name>.corrupt`, one written by other inputs `<name>.other-inputs`, each with a warning naming the path and
+    the reason."""
     path = Path(path)
     if not path.exists():
         return None
@@ -119,9 +150,13 @@ def load(path: str | Path, fingerprint: str) -> dict | None:
         state = torch.load(path, map_location="cpu", weights_only=True)
         if not isinstance(state, dict) or "fingerprint" not in state:
             raise ValueError("not a glauber-mlm checkpoint")
+        if "checksum" not in state:
+            raise ValueError("it carries no checksum (written by an older glauber-mlm)")
+        if checksum(state) != state["checksum"]:
+            raise ValueError("its values fail their checksum (a changed bit)")
     except Exception as err:  # any failure to read means the file cannot be trusted
         aside = set_aside(path, "corrupt")
-        warnings.warn(f"checkpoint {path} is unreadable/truncated ({type(err).__name__}: {err}); "
+        warnings.warn(f"checkpoint {path} is unreadable/truncated or damaged ({type(err).__name__}: {err}); "
                       f"moved to {aside.name}, starting afresh.", stacklevel=3)
         return None
     if state["fingerprint"] != fingerprint:
@@ -152,7 +187,8 @@ class Checkpointer:
         """Save `state(step)` when ⌊step/every⌋ grew since the last save, or at the end (`final`) if not yet."""
         due = step > self.last if final else step // self.every > self.last // self.every
         if self.path is not None and due:
-            save(self.path, {**state(step), "step": step, "fingerprint": self.fingerprint})
+            values = {**state(step), "step": step, "fingerprint": self.fingerprint}
+            save(self.path, {**values, "checksum": checksum(values)})
             self.last = step
 
 
