@@ -3,6 +3,7 @@ import pytest
 import torch
 
 from glauber_mlm import load_mlm, log_conditionals
+from glauber_mlm.data import refresh_model_checksums
 from tiny_models import SPECIALS, save_tiny
 
 
@@ -67,6 +68,8 @@ def test_an_embedded_model_loads_by_its_folder_name(tmp_path, monkeypatch):
     from glauber_mlm import hf
 
     save_tiny(tmp_path / "models" / "tiny-embedded", "bert")
+    (tmp_path / "MANIFEST.json").write_text('{"models": []}')
+    refresh_model_checksums(tmp_path)  # an embedded model is checked against its manifest (as train-model writes it)
     monkeypatch.setattr(hf, "EMBEDDED_MODELS", tmp_path / "models")
     mlm = load_mlm("tiny-embedded", device="cpu", dtype=torch.float32)
     assert mlm.name == "tiny-embedded" and mlm.model.config.model_type == "bert"

@@ -24,12 +24,16 @@ import shutil
 import subprocess
 import sys
 import tarfile
+import tempfile
+import time
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator
 
 DEFAULT_CACHE = Path(os.environ.get("GLAUBER_MLM_CACHE", Path.home() / ".cache" / "glauber-mlm"))
+# the sha256 of large files (the embedded models), by path, size, mtime and ctime: outside git, a miss costs a rehash
+HASH_CACHE = DEFAULT_CACHE / "sha256.json"
 MIN_WORDS, MAX_WORDS = 10, 60
 
 
@@ -142,6 +146,48 @@ def sha256_file(path: Path) -> str:
         for chunk in iter(lambda: f.read(1 << 20), b""):
             h.update(chunk)
     return h.hexdigest()
+
+
+RACY_NS = 2 * 10**9  # a file changed this recently may change again within one tick of its clock: never cached
+
+
+def cached_sha256(path: Path) -> str:
+    """`sha256_file(path)`, remembered in `HASH_CACHE` under the file's path, size, mtime and ctime.
+
+    A rewrite changes the mtime, and one that restores it (touch -r, tar) still moves the ctime, so a changed file is
+    hashed afresh. The cache is an optimisation only: an unreadable or unwritable one is ignored."""
+    path = Path(path).resolve()
+    st = path.stat()
+    stamp = [st.st_size, st.st_mtime_ns, st.st_ctime_ns]
+    try:
+        cache = json.loads(HASH_CACHE.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        cache = {}
+    hit = cache.get(str(path)) if isinstance(cache, dict) else None
+    if isinstance(hit, list) and len(hit) == 4 and hit[:3] == stamp:
+        return hit[3]
+    digest = sha256_file(path)
+    if time.time_ns() - max(st.st_mtime_ns, st.st_ctime_ns) > RACY_NS:
+        cache = {k: v for k, v in (cache if isinstance(cache, dict) else {}).items() if Path(k).exists()}
+        cache[str(path)] = [*stamp, digest]
+        _write_atomically(HASH_CACHE, json.dumps(cache))
+    return digest
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    """Write `text` to `path` through a temporary file and a rename (concurrent loads never read half a file);
+    an OSError (read-only home, full disk) is ignored: the caller only loses a cache entry."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError:
+        return
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except OSError:
+        Path(tmp).unlink(missing_ok=True)
 
 
 def check_sha256(path: Path, expected: str) -> None:
@@ -513,11 +559,43 @@ def model_files(models: Path) -> list[dict]:
     return rows
 
 
+def verify_model(folder: Path) -> None:
+    """Check an embedded model folder (``data/models/<name>``) against ``data/MANIFEST.json`` before it is loaded:
+    every file it lists there present with its size and sha256 (`cached_sha256`: fast after the first load), and no
+    other file (``training-state.pt`` aside). One changed byte of the weights moves every conditional, silently."""
+    folder = Path(folder).resolve()
+    data_dir = folder.parent.parent
+    manifest_path = data_dir / "MANIFEST.json"
+    try:
+        entries = json.loads(manifest_path.read_text(encoding="utf-8")).get("models", [])
+    except (OSError, ValueError) as err:
+        raise FileNotFoundError(f"cannot read {manifest_path}, which holds the checksums of the embedded model "
+                                f"{folder.name} ({err}): restore it ({_git_restore(manifest_path)}).") from err
+    listed = {data_dir / e["file"]: e for e in entries if Path(e["file"]).parent == Path("models", folder.name)}
+    on_disk = {f for f in folder.iterdir() if f.is_file() and f.name != TRAINING_STATE}
+    problems = [f"{f.name} is not listed" for f in sorted(on_disk - listed.keys())]
+    for f, entry in sorted(listed.items()):
+        if not f.is_file():
+            problems.append(f"{f.name} is missing")
+        elif f.stat().st_size != entry["bytes"]:
+            problems.append(f"{f.name} has {f.stat().st_size} bytes where {entry['bytes']} are recorded")
+        elif (got := cached_sha256(f)) != entry["sha256"]:
+            problems.append(f"{f.name} has sha256 {got} where {entry['sha256']} is recorded")
+    if problems or not listed:
+        raise ValueError(
+            f"the embedded model {folder} does not match {manifest_path}: "
+            f"{'; '.join(problems) or 'the manifest lists none of its files'}. It was edited or damaged and would give "
+            f"other conditionals: restore it ({_git_restore(folder)}) and delete files git does not track there; a "
+            "model retrained on purpose with `glauber-mlm train-model` records its own checksums."
+        )
+
+
 def verify_product(path: Path) -> None:
-    """Check a data file against the sha256 that ``MANIFEST.json`` beside it (or one folder up) records.
+    """Check a data file against the sha256 that the nearest ``MANIFEST.json`` up to two folders up records
+    (``data/passages.jsonl``, ``data/mlm/train.jsonl``, ``data/models/<name>/<file>``).
 
     Refuses a file the manifest does not list, or whose bytes changed since ``build-data`` wrote it."""
-    for root in (path.parent, path.parent.parent):
+    for root in list(path.parents)[:3]:
         manifest_path = root / "MANIFEST.json"
         if manifest_path.is_file():
             break

@@ -16,7 +16,9 @@ from pathlib import Path
 
 import torch
 
-from .conditionals import check_int
+from .checkpoint import forget_identity
+from .conditionals import check_dtype, check_int, check_sites
+from .data import verify_model
 from .encoder import hidden_states, lean_encoder, position_offset
 from .roofline import shape_from_config, speculation_knee
 
@@ -26,6 +28,7 @@ REBUILD_DEFAULT = "glauber-mlm build-data && glauber-mlm train-model"
 ROBERTA_LIKE = {"roberta", "xlm-roberta", "camembert", "roberta-prelayernorm", "xlm-roberta-xl", "xmod"}
 UNUSED = re.compile(r"^(\[unused\d+\]|<unused\d+>|madeupword\d+)$")
 FORWARD_DTYPE_ENV, FORWARD_DTYPES = "GLAUBER_MLM_FORWARD_DTYPE", ("float32", "bfloat16")
+ATTENTION = ("sdpa", "eager")  # the attention implementations `load_mlm` accepts
 BUFFER_KEYS = re.compile(r"(^|\.)(position_ids|token_type_ids)$")  # buffers, not weights: never "missing"
 
 
@@ -258,18 +261,24 @@ class MLMAdapter:
         return speculation_knee(shape, n, self.device.type, dtype or self.dtype)
 
     def refresh_weights(self) -> None:
-        """Forget the low-precision weight copies (rebuilt from `model` on the next forward)."""
+        """Forget the low-precision weight copies (rebuilt from `model` on the next forward) and the model's cached
+        identity (`checkpoint.module_identity`), after a change of `model`'s weights."""
         self._lowp.clear()
+        forget_identity(self.model)
 
     def logits(self, states: torch.Tensor, sites: torch.Tensor, dtype: torch.dtype | None = None) -> torch.Tensor:
         """ℓ_i(·|x_{-i}) at each row's site, float32 (B, V), −inf off the support.
 
         Rows go through the model in chunks (`forward_bytes`); the chunks depend only on B and n, so the same
-        batch always gives the same numbers."""
+        batch always gives the same numbers. Sites outside [0, n) are refused (`check_sites`): −1 would put the mask
+        on the end-of-sequence token without any error from the model."""
+        return self._logits(states, check_sites(sites, states.shape[0], states.shape[1]), dtype)
+
+    def _logits(self, states: torch.Tensor, sites: torch.Tensor, dtype: torch.dtype | None) -> torch.Tensor:
         B = states.shape[0]
         rows_per_forward = max(1, self.forward_bytes // (self._token_bytes * (states.shape[1] + 2)))
         if B > rows_per_forward:
-            return torch.cat([self.logits(states[k : k + rows_per_forward], sites[k : k + rows_per_forward], dtype)
+            return torch.cat([self._logits(states[k : k + rows_per_forward], sites[k : k + rows_per_forward], dtype)
                               for k in range(0, B, rows_per_forward)])
         rows, sites = torch.arange(B, device=self.device), sites.to(self.device)
         ids = torch.cat([
@@ -310,41 +319,48 @@ class MLMAdapter:
         return self.tokenizer.batch_decode(states.tolist(), clean_up_tokenization_spaces=True)
 
 
-def _resolve(name_or_path: str | Path | None, allow_pickle: bool) -> str:
-    """A local folder, an embedded model's name (a folder of `data/models`, e.g. "minilm6-mlm") or a hub name; the
-    embedded default when None. Fails early on missing or pickle-only weights."""
+def model_folder(name_or_path: str | Path | None) -> Path | None:
+    """The local folder `load_mlm(name_or_path)` reads: the embedded default for None, a folder, or a folder of
+    `EMBEDDED_MODELS` by its name ("minilm6-mlm"); None for a hub name."""
     if name_or_path is None:
-        path = DEFAULT_MODEL
-        weights = path / "model.safetensors"
-        if not weights.is_file():
-            raise FileNotFoundError(
-                f"the embedded default model is missing ({weights}); rebuild it with `{REBUILD_DEFAULT}`, "
-                "or name another model: load_mlm('bert-base-uncased') or load_mlm('/path/to/folder')."
-            )
-        return str(path)
+        return DEFAULT_MODEL
     path = Path(name_or_path)
     if not path.is_dir() and (EMBEDDED_MODELS / str(name_or_path)).is_dir():
-        path = EMBEDDED_MODELS / str(name_or_path)
-    if path.is_dir():
-        if not any(path.glob("*.safetensors")):
-            if any(path.glob("*.bin")) or any(path.glob("*.pt")):
-                if not allow_pickle:
-                    raise ValueError(
-                        f"{path} holds weights only in pickle format (.bin/.pt), which can run arbitrary code when "
-                        "loaded: convert them to safetensors, or pass allow_pickle=True if you trust the file."
-                    )
-            else:
-                raise FileNotFoundError(f"{path} holds no model weights (*.safetensors).")
-        return str(path)
-    if path.is_absolute() or str(name_or_path).startswith((".", "~")):
-        raise FileNotFoundError(f"no model folder at {path}.")
-    return str(name_or_path)
+        return EMBEDDED_MODELS / str(name_or_path)
+    return path if path.is_dir() else None
+
+
+def _resolve(name_or_path: str | Path | None, allow_pickle: bool) -> str:
+    """The folder or hub name to load (`model_folder`). Fails early on missing or pickle-only weights, and on an
+    embedded model whose files differ from data/MANIFEST.json (`data.verify_model`)."""
+    path = model_folder(name_or_path)
+    if name_or_path is None and not (path / "model.safetensors").is_file():
+        raise FileNotFoundError(
+            f"the embedded default model is missing ({path / 'model.safetensors'}); rebuild it with "
+            f"`{REBUILD_DEFAULT}`, or name another model: load_mlm('bert-base-uncased') or load_mlm('/path/to/folder')."
+        )
+    if path is None:
+        if Path(name_or_path).is_absolute() or str(name_or_path).startswith((".", "~")):
+            raise FileNotFoundError(f"no model folder at {name_or_path}.")
+        return str(name_or_path)
+    if path.resolve().parent == EMBEDDED_MODELS.resolve():
+        verify_model(path)
+    if not any(path.glob("*.safetensors")):
+        if any(path.glob("*.bin")) or any(path.glob("*.pt")):
+            if not allow_pickle:
+                raise ValueError(
+                    f"{path} holds weights only in pickle format (.bin/.pt), which can run arbitrary code when "
+                    "loaded: convert them to safetensors, or pass allow_pickle=True if you trust the file."
+                )
+        else:
+            raise FileNotFoundError(f"{path} holds no model weights (*.safetensors).")
+    return str(path)
 
 
 def load_mlm(
     name_or_path: str | Path | None = None,
     device: str | torch.device | None = None,
-    dtype: torch.dtype | None = None,
+    dtype: torch.dtype | str | None = None,
     allow_pickle: bool = False,
     trust_remote_code: bool = False,
     attn_implementation: str = "sdpa",
@@ -352,29 +368,30 @@ def load_mlm(
     """Load a Hugging Face masked LM (hub name, local folder or embedded model name; None: the embedded default).
 
     Weights load in fp32 from safetensors only (pickle needs `allow_pickle=True`); remote code runs
-    only with `trust_remote_code=True`. `device`: default cuda when present, else cpu. `dtype`: the
-    forward dtype used for sampling; default `default_dtype(device)`: bf16 where the hardware runs it natively, else fp32.
+    only with `trust_remote_code=True`. `device`: "cpu" or "cuda[:index]"; default cuda when present, else cpu.
+    `dtype`: the forward dtype used for sampling (`conditionals.check_dtype`: a torch dtype or its name, "bfloat16"
+    as the CLI writes it); default `default_dtype(device)`: bf16 where the hardware runs it natively, else fp32.
     Softmax and sampling run in float64; rectangle and influence estimates ask for fp32 forwards.
     Low-precision forwards use a cached copy of the Linear weights in that dtype (see `MLMAdapter.weights_for`).
     `attn_implementation`: "sdpa" (default, falls back to the family's default where unsupported) or "eager".
 
-    Refused before any chain runs, with the reason: a CUDA device this machine lacks (before loading weights),
-    a folder without tokenizer files, a checkpoint whose weights do not cover the model (missing layers or MLM
-    head), a tokenizer whose vocabulary does not match the model's, an empty support, and weights whose fp32
-    logits are not finite. A family that cannot run in `dtype` (e.g. DeBERTa-v1 in bf16) falls back to fp32
-    with a warning naming the reason.
+    Refused before loading any weights, with the reason and the fix: a dtype, attention implementation or device
+    (meta, or a CUDA device this machine lacks) it cannot run with, and an embedded model whose files differ from
+    data/MANIFEST.json (`data.verify_model`). Refused before any chain runs: a folder without tokenizer files, a
+    checkpoint whose weights do not cover the model (missing layers or MLM head), a tokenizer whose vocabulary does
+    not match the model's, an empty support, and weights whose fp32 logits are not finite. A family that cannot run
+    in `dtype` (e.g. DeBERTa-v1 in bf16) falls back to fp32 with a warning naming the reason.
     """
     from safetensors import SafetensorError
     from transformers import AutoConfig, AutoModelForMaskedLM, AutoTokenizer
     from transformers.models.auto.modeling_auto import MODEL_FOR_MASKED_LM_MAPPING_NAMES
 
+    dtype = check_dtype(dtype)
+    if attn_implementation not in ATTENTION:
+        raise ValueError(f"attn_implementation must be one of {', '.join(map(repr, ATTENTION))}, got "
+                         f"{attn_implementation!r}: 'sdpa' (the default) or 'eager' (transformers' plain attention).")
+    device = _check_device(device)
     source = _resolve(name_or_path, allow_pickle)
-    device = torch.device(device) if device is not None else default_device()
-    if device.type == "cuda" and (device.index or 0) >= torch.cuda.device_count():
-        raise ValueError(
-            f"device {str(device)!r} was asked for, but this machine has {torch.cuda.device_count()} CUDA device(s): "
-            "pass device='cpu', or device=None for the default (cuda where present)."
-        )
     try:
         config = AutoConfig.from_pretrained(source, trust_remote_code=trust_remote_code)
     except OSError as err:
@@ -429,6 +446,27 @@ def load_mlm(
     mlm = MLMAdapter(model, tokenizer, device, dtype, name=str(name_or_path or DEFAULT_MODEL.name))
     mlm.dtype = _working_dtype(mlm, dtype)
     return mlm
+
+
+def _check_device(device: str | torch.device | None) -> torch.device:
+    """`device` as a torch.device the weights can live on: a CPU or one of this machine's CUDA devices (None: the
+    default); anything else is refused, naming the choices."""
+    if device is None:
+        return default_device()
+    choices = "pass device='cpu', 'cuda' or 'cuda:<index>', or device=None for the default (cuda where present)."
+    try:
+        device = torch.device(device)
+    except (RuntimeError, TypeError):
+        raise ValueError(f"device {device!r} is not a device name: {choices}") from None
+    if device.type not in ("cpu", "cuda"):
+        raise ValueError(f"device {str(device)!r} cannot hold a model's weights for sampling (only cpu and cuda are "
+                         f"supported): {choices}")
+    if device.type == "cuda" and (device.index or 0) >= torch.cuda.device_count():
+        raise ValueError(
+            f"device {str(device)!r} was asked for, but this machine has {torch.cuda.device_count()} CUDA device(s): "
+            f"{choices}"
+        )
+    return device
 
 
 def _working_dtype(mlm: MLMAdapter, dtype: torch.dtype) -> torch.dtype:

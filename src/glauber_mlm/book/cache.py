@@ -5,7 +5,9 @@ The key of a run is the SHA-256 of seven inputs, each hashed on its own so that 
 - `parameters`: the parameters it is run with (profile and overrides, after `resolve_parameters`);
 - `library`: the source of `glauber_mlm` (every module but the `book` commands themselves);
 - `data`: `data/MANIFEST.json`, which holds the checksums of the embedded data and the embedded model;
-- `models`: for each model given as a local folder, its config and weights; a hub name counts as itself;
+- `models`: for each model the run loads (a parameter given, else its profile's), the sha256 of its folder's config,
+  tokenizer and weights: an embedded model (by name, or None for the default) as any local folder, so a damaged or
+  retrained embedded model re-executes its pages; a hub name counts as itself;
 - `upstream`: the run ids of the published notebooks whose tables it reads (`UPSTREAM`), so that a page
   re-executes when the run it read from was replaced;
 - `forward_dtype`: the chains' forward dtype on this machine (bf16 where native, else fp32; `book --dtype`).
@@ -18,7 +20,7 @@ import hashlib
 import json
 from pathlib import Path
 
-from .parameters import MODEL_KEYS, REPO
+from .parameters import MODEL_KEYS, REPO, _default_profile, declared_profiles
 from .publish import problems
 
 LIBRARY = REPO / "src" / "glauber_mlm"
@@ -45,20 +47,26 @@ def library_digest(library: Path | None = None) -> str:
     return _tree(files, library)
 
 
-def models_digest(params: dict) -> str:
-    """Hash of every local model folder's config and weights named in `params`; hub names and None as themselves."""
-    refs = []
-    for key in MODEL_KEYS:
-        value = params.get(key)
-        refs += value if isinstance(value, list) else [value]
+def models_digest(src: Path, params: dict) -> str:
+    """Hash of the files of every local model folder a run of `src` with `params` loads (`hf.model_folder`: a folder,
+    an embedded model's name, None for the embedded MLM), by their sha256 (`data.cached_sha256`: fast after the
+    first time); hub names and the default embedder (None, a pinned package) as themselves."""
+    from ..data import cached_sha256
+    from ..hf import model_folder
+
+    profile = (declared_profiles(src) or {}).get(params.get("profile") or _default_profile(src), {})
     h = hashlib.sha256()
-    for ref in refs:
-        folder = Path(ref) if isinstance(ref, str) else None
-        if folder is not None and folder.is_dir():
-            files = [p for p in folder.iterdir() if p.suffix in (".json", ".safetensors", ".txt", ".model")]
-            h.update(_tree(files, folder).encode())
-        else:
-            h.update(json.dumps(ref).encode())
+    for key in MODEL_KEYS:
+        if params.get(key) is None and key not in profile:
+            continue  # a model this notebook never loads
+        value = params[key] if params.get(key) is not None else profile[key]
+        for ref in value if isinstance(value, list) else [value]:
+            folder = None if key == "embedder" and ref is None else model_folder(ref)
+            if folder is not None and folder.is_dir():
+                files = sorted(p for p in folder.iterdir() if p.suffix in (".json", ".safetensors", ".txt", ".model"))
+                h.update(json.dumps([[p.name, cached_sha256(p)] for p in files]).encode())
+            else:
+                h.update(json.dumps(ref).encode())
     return h.hexdigest()
 
 
@@ -82,7 +90,7 @@ def inputs(src: Path, params: dict, results: Path) -> dict[str, str]:
         "parameters": _sha(json.dumps(shown, sort_keys=True, default=str).encode()),
         "library": library_digest(),
         "data": _sha(MANIFEST.read_bytes()) if MANIFEST.is_file() else "none",
-        "models": models_digest(params),
+        "models": models_digest(src, params),
         "upstream": upstream_digest(Path(src).stem, results),
         "forward_dtype": _sha(forward_dtype(params).encode()),
     }
