@@ -1,8 +1,8 @@
 """`glauber-mlm run`, `book`, `verify` and `plan`: execute notebooks with papermill into the Jupyter Book, build it,
 check that it reproduces, and say beforehand what a run will cost.
 
-    glauber-mlm run NAME [--profile P] [--model M] [--scale S] [-p KEY VALUE ...] [--root DIR]
-    glauber-mlm book [--profile cpu] [--model M] [--scale S] [--only NAME ...] [--no-execute] [--force] [--workers N] [--root DIR]
+    glauber-mlm run NAME [--profile P] [--model M] [--scale S] [-p KEY VALUE ...] [--root DIR] [--wait]
+    glauber-mlm book [--profile cpu] [--model M] [--scale S] [--only NAME ...] [--no-execute] [--force] [--workers N] [--root DIR] [--wait]
     glauber-mlm verify [--only NAME ...]
     glauber-mlm plan [--profile P] [--model M] [--scale S] [--only NAME ...] [--calibrate | --throughput R | --tflops T]
 
@@ -21,16 +21,21 @@ Before any kernel starts, every notebook's parameters are checked against its so
 types and signs, model folders). Each notebook executes in `<root>/_build/staging/NAME/` and replaces
 its published notebook and results only when it finished; a notebook that fails (or a Ctrl-C, or a
 kill) leaves its previous page and results byte-identical, and the build refuses an executed notebook
-that is not a complete run. A failed notebook does not stop the others; the command then exits 1.
+that is not a complete run. A failed notebook (one that cannot be published too: a full disk, a read-only
+folder) does not stop the others; the command then exits 1. One process at a time executes a notebook, and
+one builds the book: a second says which process holds `_build/locks/NAME.lock` (or `book.lock`) and exits 1,
+or waits with `--wait`. Ctrl-C and SIGTERM end a run in one sentence, with exit status 130 and 143; the
+checkpoints stay, so the same command resumes.
 
 Each notebook's kernel runs in its staging folder and gets `output_dir` relative to it; a `--model`
 that names a local folder is made absolute first.
 
 The package: `parameters` (sources, profiles, checks before a kernel), `execute` (one notebook through
 papermill, with its checkpoint folder), `publish` (staging, the atomic swap, the completeness check), `cache`
-(which notebooks must re-execute), `fanout` (notebooks as Dask tasks), `page` (what the reader sees: folding,
-downloads, the Colab cell), `prose` (numbers in prose come from cells), `site` (toc, execution page, build),
-`verify` (re-execute and compare tables), `plan` (forward rows, FLOPs and time before a run), `command` (the CLI).
+(which notebooks must re-execute), `lock` (one run per notebook), `fanout` (notebooks as Dask tasks), `page`
+(what the reader sees: folding, downloads, the Colab cell), `prose` (numbers in prose come from cells), `site`
+(toc, execution page, build), `verify` (re-execute and compare tables), `plan` (forward rows, FLOPs and time
+before a run), `command` (the CLI).
 
 `--scale S` (0 < S ≤ 1) makes a dry run: each notebook multiplies the budgets it declares (`BUDGETS`: steps,
 pairs, chains, contexts …) by S, rounded up and never below a stated least value, and keeps every other parameter

@@ -10,13 +10,14 @@ from __future__ import annotations
 import argparse
 import functools
 import os
+import signal
 import sys
 import time
 from pathlib import Path
 
 from ..hf import FORWARD_DTYPE_ENV, FORWARD_DTYPES
 from .errors import BookError
-from . import cache, fanout
+from . import cache, fanout, lock
 from .execute import prepare_parameters, run_notebook
 from .parameters import NOTEBOOKS, REPO, known_notebooks, notebook_source, parse_value
 from .site import build_book, prepare_root, write_execution_page
@@ -63,6 +64,9 @@ def _parser(command: str) -> argparse.ArgumentParser:
                         "float32 on a machine with native bf16 rebuilds an fp32 book")
     p.add_argument("--root", type=Path, help="where book/notebooks and _build go [the repository]")
     p.add_argument("--notebooks", type=Path, default=None, help=f"where the notebooks' .py files are [{NOTEBOOKS}]")
+    p.add_argument("--wait", action="store_true",
+                   help="when another process is executing the same notebook (or building the book), wait for it "
+                        "instead of exiting with an error")
     return p
 
 
@@ -99,7 +103,7 @@ def _run(args) -> int:
     out_nb = root / "book" / "notebooks" / f"{name}.ipynb"
     started = time.time()
     run_notebook(name, out_nb, out_nb.with_suffix(""), params, notebooks_dir=nb_dir, staging=staging_dir(root),
-                 log_output=args.log_output)
+                 log_output=args.log_output, wait=args.wait)
     print(f"{name}: executed in {time.time() - started:.0f} s -> {out_nb}\n  tables and figures: {out_nb.with_suffix('')}")
     return 0
 
@@ -139,7 +143,8 @@ def _serial(args, root: Path, nb_dir: Path, names: list[str], params: dict) -> t
             continue
         t0 = time.time()
         try:
-            run_notebook(name, out_nb, out_nb.with_suffix(""), common, notebooks_dir=nb_dir, staging=staging_dir(root))
+            run_notebook(name, out_nb, out_nb.with_suffix(""), common, notebooks_dir=nb_dir, staging=staging_dir(root),
+                         wait=args.wait)
             executed.add(name)
             print(f"[{k}/{len(names)}] {name}: {time.time() - t0:.0f} s", flush=True)
         except BookError as err:
@@ -174,7 +179,7 @@ def _fan_out(args, root: Path, nb_dir: Path, names: list[str], params: dict) -> 
         return executed, failures
     gpus = fanout.gpus_per_task(args.gpus_per_task, local=not args.scheduler)
     task = functools.partial(fanout.execute_notebook, root=root, notebooks_dir=Path(nb_dir).resolve(),
-                             parameters=params, staging=staging_dir(root))
+                             parameters=params, staging=staging_dir(root), wait=args.wait)
     where = args.scheduler or f"a local cluster of {args.workers} worker processes"
     print(f"executing {len(todo)} notebook(s) on {where}" + (f", {gpus} GPU(s) per task" if gpus else ""), flush=True)
     with fanout.dask_client(args.workers, args.scheduler, gpus) as client:
@@ -192,6 +197,13 @@ def _fan_out(args, root: Path, nb_dir: Path, names: list[str], params: dict) -> 
 def _book(args) -> int:
     fans_out = _fans_out(args)
     root = prepare_root(args.root or default_root())
+    # one build at a time: a second would rewrite the execution page and _build/html under the first
+    with lock.held(lock.lock_dir(staging_dir(root)) / "book.lock", f"the book in {root}", args.wait):
+        return _build(args, root, fans_out)
+
+
+def _build(args, root: Path, fans_out: bool) -> int:
+    """`book` once it holds the book's lock: execute what is stale, write the execution page, build."""
     nb_dir = args.notebooks or NOTEBOOKS
     names = [notebook_source(n, nb_dir).stem for n in args.only] if args.only else known_notebooks(nb_dir)
     failures: list[str] = []
@@ -231,7 +243,30 @@ def _verify(args) -> int:
 COMMANDS = {"run": _run, "book": _book, "verify": _verify}
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (kill, a scheduler's stop), raised where the main thread is, as Ctrl-C raises KeyboardInterrupt:
+    papermill then shuts the kernel down on its way out, as it does on Ctrl-C."""
+
+
+def _terminate(signum, frame) -> None:
+    raise Terminated
+
+
+def _stopped(command: str, args, terminated: bool) -> str:
+    """The one sentence a run stopped by Ctrl-C or SIGTERM ends with: what is saved and how to resume."""
+    how = "SIGTERM" if terminated else "Ctrl-C"
+    if command == "verify":
+        return f"verify stopped by {how}; nothing was published: rerun the same command to verify again."
+    checkpoints = staging_dir(Path(args.root or default_root()).resolve()).parent / "checkpoints"
+    if checkpoints.is_dir() and any(p.is_file() for p in checkpoints.rglob("*")):
+        return (f"{command} stopped by {how}: every page published before is kept and the chains computed so far are "
+                f"saved in {checkpoints}, so rerunning the same command resumes from them.")
+    return (f"{command} stopped by {how}: every page published before is kept and no chain had saved a checkpoint "
+            f"yet (in {checkpoints}), so rerunning the same command starts this run afresh.")
+
+
 def main(argv: list[str] | None = None) -> int:
+    """Exit status: 0 done, 1 an error (reported in one message), 2 usage, 130 Ctrl-C, 143 SIGTERM."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] not in COMMANDS:
         print("usage: glauber-mlm run NAME [options] | glauber-mlm book [options] | glauber-mlm verify [options]", file=sys.stderr)
@@ -241,12 +276,17 @@ def main(argv: list[str] | None = None) -> int:
     forced, before = getattr(args, "dtype", None), os.environ.get(FORWARD_DTYPE_ENV)
     if forced:  # the kernels inherit it; the cache keys on it (`cache.inputs`)
         os.environ[FORWARD_DTYPE_ENV] = forced
+    on_sigterm = signal.signal(signal.SIGTERM, _terminate)
     try:
         return COMMANDS[command](args)
     except BookError as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt as stop:  # 128 + the signal's number, as a shell reports a process it stopped
+        print(_stopped(command, args, isinstance(stop, Terminated)), file=sys.stderr)
+        return 128 + (signal.SIGTERM if isinstance(stop, Terminated) else signal.SIGINT)
     finally:
+        signal.signal(signal.SIGTERM, on_sigterm)
         if forced and before is None:
             os.environ.pop(FORWARD_DTYPE_ENV, None)
         elif forced:

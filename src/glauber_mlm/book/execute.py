@@ -1,13 +1,16 @@
 """Execute one notebook: jupytext → papermill in a staging folder → publish only a finished run.
 
-`run_notebook` checks the parameters against the notebook's source (`parameters.resolve_parameters`)
-before a kernel starts, executes into `<staging>/NAME/`, and publishes the executed notebook and its
-results folder (`publish.publish`) only when every cell ran and `run.finish()` wrote this run's
-provenance. A failure at any point — a cell that raises, Ctrl-C, a killed kernel or process — leaves
-the previously published notebook and results byte-identical; the failed attempt stays in staging.
+`run_notebook` checks the notebook's syntax, the parameters against its source
+(`parameters.resolve_parameters`) and the folders it will write (`publish.check_room`) before a kernel
+starts, takes the notebook's lock (`lock.held`: one run per notebook), executes into `<staging>/NAME/`,
+and publishes the executed notebook and its results folder (`publish.publish`) only when every cell ran
+and `run.finish()` wrote this run's provenance. A failure at any point — a cell that raises, Ctrl-C, a
+killed kernel or process, a publish that finds the disk full — leaves the previously published notebook
+and results byte-identical; the failed attempt stays in staging.
 """
 from __future__ import annotations
 
+import ast
 import contextlib
 import os
 import re
@@ -16,9 +19,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-from . import cache, page
+from . import cache, lock, page
 from . import publish as pub
-from .errors import NotebookFailed
+from .errors import BookError, NotebookFailed
 from .parameters import MODEL_KEYS, NOTEBOOKS, notebook_source, resolve_parameters
 
 KERNEL = "python3"
@@ -112,35 +115,51 @@ def run_notebook(
     staging: Path | None = None,
     progress: bool = True,
     log_output: bool = False,
+    wait: bool = False,
 ) -> Path:
     """Jupytext `notebooks_dir/NAME.py` → papermill → `out_notebook` and `output_dir`, published only when complete.
 
-    The parameters are checked first (names, profile, types and signs, model folders): a BookError
-    names the problem before any kernel starts. The kernel runs in `<staging>/NAME/` (default: a new
-    folder in the system's temporary directory) with `output_dir` given relative to it, so the page shows
-    `output_dir = "NAME"`. Raises `NotebookFailed` (cell and error in the message, `.notebook` = the
-    failed attempt in staging) when a cell raises or the kernel dies; the published pair is then untouched.
+    The source's syntax and the parameters are checked first (names, profile, types and signs, model
+    folders), then the folders the run writes (`publish.check_room`): a BookError names the problem before
+    any kernel starts. With `staging`, the run holds the notebook's lock (`lock.held`: a BookError naming
+    the process that holds it, or with `wait` a wait) and executes in `<staging>/NAME/`; without, in a new
+    folder in the system's temporary directory. `output_dir` is given to the kernel relative to that folder,
+    so the page shows `output_dir = "NAME"`. Raises `NotebookFailed` (cell and error in the message,
+    `.notebook` = the failed attempt in staging) when a cell raises or the kernel dies, and a BookError
+    naming the fix when the finished run cannot be published; the published pair is then untouched.
     """
-    import papermill as pm
-    from papermill.exceptions import PapermillExecutionError
-
     src = notebook_source(name, notebooks_dir)
     name = src.stem
     out_notebook, output_dir = Path(out_notebook).resolve(), Path(output_dir).resolve()
     params = prepare_parameters(src, parameters or {})
     stamp = {"inputs": cache.inputs(src, params, out_notebook.parent)}
     if staging is None:  # a fresh folder per call: concurrent runs of one notebook never share an attempt
-        attempt = Path(tempfile.mkdtemp(prefix=f"glauber-mlm-{name}-"))
-    else:
-        attempt = Path(staging).resolve() / name
+        pub.check_room(out_notebook, output_dir, Path(tempfile.gettempdir()))
+        return _execute(src, params, stamp, out_notebook, output_dir, Path(tempfile.mkdtemp(prefix=f"glauber-mlm-{name}-")),
+                        checkpoints=None, progress=progress, log_output=log_output)
+    staging = Path(staging).resolve()
+    with lock.held(lock.lock_dir(staging) / f"{name}.lock", f"notebook {name}", wait):
+        pub.check_room(out_notebook, output_dir, staging)
+        attempt = staging / name
         if attempt.exists():
             shutil.rmtree(attempt)
         attempt.mkdir(parents=True)
+        # a killed run resumes from here: one folder per notebook and inputs, beside staging, removed once published
+        checkpoints = staging.parent / "checkpoints" / name / cache.key(stamp["inputs"])[:16]
+        return _execute(src, params, stamp, out_notebook, output_dir, attempt,
+                        checkpoints=checkpoints, progress=progress, log_output=log_output)
+
+
+def _execute(src: Path, params: dict, stamp: dict, out_notebook: Path, output_dir: Path, attempt: Path, *,
+             checkpoints: Path | None, progress: bool, log_output: bool) -> Path:
+    """`run_notebook` once its checks passed: execute in the empty folder `attempt`, then publish."""
+    import papermill as pm
+    from papermill.exceptions import PapermillExecutionError
+
+    name = src.stem
     staged_nb, staged_dir = attempt / f"{name}.ipynb", attempt / output_dir.name
-    params["output_dir"] = output_dir.name
+    params = {**params, "output_dir": output_dir.name}
     run_id = pub.new_run_id()
-    # a killed run resumes from here: one folder per notebook and inputs, beside staging, removed once published
-    checkpoints = None if staging is None else attempt.parent.parent / "checkpoints" / name / cache.key(stamp["inputs"])[:16]
     ensure_kernel()
     ipynb = attempt / f"{name}.source.ipynb"
     _to_ipynb(src, ipynb)
@@ -163,15 +182,30 @@ def run_notebook(
     if found:
         raise NotebookFailed(f"{name} finished without a complete run ({'; '.join(found)}); nothing was published.\n"
                              f"  the attempt is in {attempt}", staged_nb)
-    pub.publish(staged_nb, staged_dir, out_notebook, output_dir)
+    try:
+        pub.publish(staged_nb, staged_dir, out_notebook, output_dir)
+    except OSError as err:  # a full disk, a read-only folder: the run is kept in staging, its checkpoints too
+        raise BookError(pub.publish_failure(name, out_notebook.parent, attempt, err)) from None
     shutil.rmtree(attempt)
     if checkpoints is not None:
         shutil.rmtree(checkpoints.parent, ignore_errors=True)
     return out_notebook
 
 
+def check_syntax(src: Path) -> None:
+    """Refuse a notebook source Python cannot parse, naming the file and line, before anything else reads it (a
+    parse without the file name reports `File "<unknown>"`, the kernel a cell's line)."""
+    try:
+        ast.parse(src.read_text(), filename=str(src))
+    except SyntaxError as err:
+        raise BookError(f"{src}, line {err.lineno}: {err.msg}: {(err.text or '').strip()}\n"
+                        "  fix the notebook's source; nothing was executed.") from None
+
+
 def prepare_parameters(src: Path, parameters: dict) -> dict:
-    """`parameters` as the kernel gets them: local model folders made absolute, then checked (`resolve_parameters`)."""
+    """`parameters` as the kernel gets them: the source parsed (`check_syntax`), local model folders made absolute,
+    then checked (`resolve_parameters`)."""
+    check_syntax(src)
     params = {k: _absolute_paths(v) if k in MODEL_KEYS else v for k, v in parameters.items()}
     return resolve_parameters(src, params)
 

@@ -30,17 +30,18 @@ WORKERS_TIMEOUT_S = 120
 
 
 def execute_notebook(name: str, *upstream, root: Path, notebooks_dir: Path, parameters: dict[str, dict],
-                     staging: Path) -> float:
+                     staging: Path, wait: bool = False) -> float:
     """One task: execute and publish `name` under `root` as the serial path does; its wall time in seconds.
 
     `parameters` maps each notebook to its checked parameters (`prepare_parameters`: model folders already
     absolute, so they name the same folder in a worker started elsewhere). `upstream` holds the results of
-    the tasks this one waited for; only their order matters.
+    the tasks this one waited for; only their order matters. `wait`: wait for another process executing
+    `name` (`lock.held`) instead of failing.
     """
     started = time.time()
     out_nb = Path(root) / "book" / "notebooks" / f"{name}.ipynb"
     run_notebook(name, out_nb, out_nb.with_suffix(""), parameters[name], notebooks_dir=notebooks_dir, staging=staging,
-                 progress=False)
+                 progress=False, wait=wait)
     return time.time() - started
 
 
