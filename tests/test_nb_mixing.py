@@ -59,7 +59,7 @@ def test_phase_diagram_has_the_columns_notebook_05_reads(out):
 def test_scaling_study_times_are_censored_at_its_budget(out):
     t = pd.read_csv(out / "scaling_times.csv")
     assert list(t.columns) == ["temperature", "length", "pair", "time", "met", "budget"]
-    assert set(t.temperature) == {8.0} and set(t.length) == {3, 5, 8} and len(t) == 3 * 4
+    assert set(t.temperature) == {8.0} and set(t.length) == {3, 5, 8, 12} and len(t) == 4 * 4
     assert ((t.time >= 1) & (t.time <= t.budget)).all() and (t.budget == 200).all()
     assert (t.time[~t.met] == t.budget[~t.met]).all()
 
@@ -69,9 +69,9 @@ def test_exponent_fit_and_verdicts(out):
     assert list(exp.columns) == ["temperature", "lengths", "pairs", "beta", "ci_low", "ci_high", "C", "r2",
                                  "dropped_resamples", "trend_slope", "trend_low", "trend_high", "kendall", "trend_p"]
     row = exp.iloc[0]
-    assert row.temperature == 8.0 and row.lengths == "3–5–8" and row.pairs == 4
+    assert row.temperature == 8.0 and row.lengths == "3–5–8–12" and row.pairs == 4
     assert row.ci_low <= row.beta <= row.ci_high and 0 <= row.trend_p <= 1
-    assert row.trend_slope == pytest.approx(row.beta - law_exponent("n log n", [3, 5, 8]))
+    assert row.trend_slope == pytest.approx(row.beta - law_exponent("n log n", [3, 5, 8, 12]))
     v = pd.read_csv(out / "law_verdicts.csv")
     assert list(v.law) == ["n", "n log n", "n^1.5", "n^2"]
     for r in v.itertuples():  # the stated rule: rejected iff β's interval excludes the local exponent (or, for n log n, p < 0.05)
@@ -79,6 +79,22 @@ def test_exponent_fit_and_verdicts(out):
         assert r.rejected == (outside or (r.law == "n log n" and r.trend_p < 0.05))
     apart = pd.read_csv(out / "laws_told_apart.csv")
     assert len(apart) == 6 and set(apart.verdict) <= {"told apart", "cannot tell apart", "neither fits"}
+
+
+def test_the_growth_check_is_the_curvature_rule_with_its_calibration(out):
+    from glauber_mlm.checks import COLUMNS
+
+    curv = pd.read_csv(out / "curvature_test.csv")
+    assert list(curv.temperature) == [8.0]
+    for r in curv.itertuples():  # the stated rule: passes iff the one-sided bound of c is ≤ 0
+        assert r.passes == (r.c_low_one_sided <= 0)
+    checks = pd.read_csv(out / "checks.csv")
+    assert list(checks.columns) == COLUMNS and len(checks) == 1
+    cal = pd.read_csv(out / "calibration.csv")
+    assert list(cal.design) == [f"{k * 4} pairs per length" for k in (1, 2, 4, 8)]
+    assert checks.power[0] == cal.power[0] and checks.size[0] == cal.size[0]
+    decisive = checks.power[0] >= 0.8 and checks.size[0] <= 0.1
+    assert checks.outcome[0] == ({True: "pass", False: "fail"}[bool(curv.passes[0])] if decisive else "inconclusive")
 
 
 def test_scaling_fit_rows(out):

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import nbformat
+import pandas as pd
 import pytest
 
 from glauber_mlm import book
@@ -95,4 +96,11 @@ def test_a_committed_page_carries_its_result_and_its_figures(notebook):
                            for m in re.findall(r"\{glue:figure\} fig:([a-z_]+)", "".join(c["source"]))}
     assert wanted <= glued, f"pasted but never glued: {sorted(wanted - glued)}"
     result = json.loads((notebook.with_suffix("") / "result.json").read_text())
-    assert result["verdict"] in ("reproduced", "partly reproduced", "not reproduced", "not testable at this scale")
+    from glauber_mlm.checks import COLUMNS
+    from glauber_mlm.verdict import WORDS
+
+    assert result["verdict"] in {w for words in WORDS.values() for w in words} and result["reason"]
+    checks = pd.read_csv(notebook.with_suffix("") / "checks.csv")
+    assert list(checks.columns) == COLUMNS and set(checks.check) == set(result["checks"])
+    undecided = (checks.power < 0.8) | (checks.size > 0.1) | checks.power.isna() | (checks.rule_says == "not computable")
+    assert (checks.outcome[undecided] == "inconclusive").all() and checks.to_decide[undecided].notna().all()

@@ -39,7 +39,7 @@ def test_replant_law_gives_the_medians_the_new_law_and_keeps_the_spread():
     med = np.array([np.median(t2[n2 == m]) for m in LENGTHS])
     assert np.allclose(med / LENGTHS**2, med[2] / 32**2, rtol=0.05)  # times are whole steps
     ratio = [np.std(np.log(t2[n2 == m])) / np.std(np.log(t[n == m])) for m in LENGTHS]
-    assert np.allclose(ratio, 1, atol=0.05)
+    assert np.allclose(ratio, 1, atol=0.1)  # rounding to whole steps widens the short lengths a little
     _, _, censored = planted.replant_law(n, t, met, "n^2", budget=int(np.median(t2[n2 == 64])))
     assert not censored[n == 128].any() and censored[n == 8].all()
 
@@ -51,3 +51,8 @@ def test_the_growth_rule_has_power_on_the_ising_chain_and_size_against_n_to_the_
     assert strong.power >= 0.8 and strong.size <= 0.1
     weak = planted.growth_rule_calibration(LENGTHS, 6, 4000, replicates=12)
     assert weak.size > 0.3
+
+
+def test_a_budget_too_short_for_the_planted_truth_gives_no_power_and_no_size():
+    cal = planted.growth_rule_calibration([8, 16, 32, 64], 4, budget=20, replicates=3)
+    assert cal.power == 0 and cal.size == 0 and not cal.decisive

@@ -224,6 +224,30 @@ def write_execution_page(root: Path, executed: set[str] | None = None) -> Path:
     return page
 
 
+VERDICTS = Path("book") / "_generated" / "verdicts.md"
+
+
+def write_verdicts(root: Path) -> Path:
+    """Write `<root>/book/_generated/verdicts.md` (not tracked; rewritten before every build, included by the intro):
+    one row per result page with its verdict and the one-line reason, read from its result.json."""
+    lines = ["| result page | verdict | why |", "| --- | --- | --- |"]
+    for result_path in sorted((root / "book" / "notebooks").glob("*/result.json")):
+        name = result_path.parent.name
+        try:
+            result = json.loads(result_path.read_text())
+        except ValueError:
+            result = {"verdict": "unreadable result.json"}
+        link = f'<a href="notebooks/{name}.html#result-{name[:2]}">{name}</a>'
+        lines.append("| " + " | ".join(_md_cell(c) for c in (link, result.get("verdict", "–"),
+                                                             result.get("reason", "–"))) + " |")
+    if len(lines) == 2:
+        lines = ["No result page has been executed for this build."]
+    page = root / VERDICTS
+    page.parent.mkdir(parents=True, exist_ok=True)
+    page.write_text("\n".join(lines) + "\n")
+    return page
+
+
 def _jupyter_book() -> list[str]:
     exe = Path(sys.executable).with_name("jupyter-book")
     if exe.exists():
@@ -260,6 +284,7 @@ def build_book(root: Path, quiet: bool = False) -> Path:
     for doc in added:
         print(f"toc: adding {doc} (executed, not listed in _toc.yml)")
     ship_plotly(root)
+    write_verdicts(root)
     build = root / "_build"
     build.mkdir(exist_ok=True)
     toc_path = build / "toc.yml"
