@@ -263,7 +263,7 @@ def test_book_has_a_page_per_prose_file_and_per_notebook(built):
 
 
 def test_execution_page_lists_every_executed_notebook(built):
-    text = (built.root / "book" / "execution.md").read_text()
+    text = (built.root / "book" / "_generated" / "execution.md").read_text()
     for name in built.executed:
         row = next(line for line in text.splitlines() if line.startswith(f"| [{name}]"))
         assert "| ok | executed | smoke |" in row, row

@@ -132,10 +132,10 @@ def test_book_reuses_unchanged_pages_and_force_re_executes_them(tmp_path, capsys
     assert cli_main(args) == 0
     assert "93_c: reused" in capsys.readouterr().out
     assert page.read_bytes() == before
-    assert "| ok | reused (commit" in (root / "book" / "execution.md").read_text()
+    assert "| ok | reused (commit" in (root / "book" / "_generated" / "execution.md").read_text()
     assert cli_main(args + ["--force"]) == 0
     assert "executing: --force" in capsys.readouterr().out and page.read_bytes() != before
-    assert "| ok | executed |" in (root / "book" / "execution.md").read_text()
+    assert "| ok | executed |" in (root / "book" / "_generated" / "execution.md").read_text()
 
 
 def test_verify_reproduces_a_seeded_run_and_names_a_tampered_table(tmp_path, capsys):

@@ -165,5 +165,5 @@ def test_workers_publish_the_serial_tables_and_a_failing_notebook_keeps_its_page
     failed = {k: v for k, v in _files(published).items() if k.startswith("93_c")}
     assert failed == {k: v for k, v in before.items() if k.startswith("93_c")}
     assert (parallel / "_build" / "staging" / "93_c" / "93_c.ipynb").is_file()
-    execution = (parallel / "book" / "execution.md").read_text()
+    execution = (parallel / "book" / "_generated" / "execution.md").read_text()
     assert execution.count("| ok | executed |") == 2 and "| ok | reused (commit" in execution

@@ -192,7 +192,7 @@ def test_the_dry_run_builds_the_book(dry_book):
     rc, root = dry_book
     assert rc == 0, f"see the failed attempts in {root / '_build' / 'staging'}"
     assert (root / "_build" / "html" / "index.html").is_file()
-    assert f"dry run at scale {SCALE:g}" in (root / "book" / "execution.md").read_text()
+    assert f"dry run at scale {SCALE:g}" in (root / "book" / "_generated" / "execution.md").read_text()
 
 
 @pytest.mark.parametrize("name", NOTEBOOKS)

@@ -12,7 +12,8 @@ provenance.json go to `<root>/book/notebooks/NAME/` (its `output_dir` parameter)
 read as YAML, like papermill's `-y`, so `-p temperatures "[1.0, 2.0]"` passes a list.
 
 `book` runs every notebook (sorted, or those named by `--only`), writes the execution-statistics
-page `book/execution.md` from each notebook's provenance.json, and builds the book with
+tables `book/_generated/execution.md` (not tracked; included by the page `book/execution.md`) from each
+notebook's provenance.json, and builds the book with
 `jupyter-book build <root> -W --keep-going` (a warning fails the build). The table of contents
 that is built is `_toc.yml` less the pages that do not exist (notebooks not executed yet), plus
 any executed notebook `_toc.yml` does not list; it is written to `_build/toc.yml`, and what it

@@ -18,7 +18,11 @@ from .publish import check_published, problems
 
 MODELS = Path("data") / "models"
 MODEL_CARDS = ("minilm-mlm", "minilm6-mlm")  # the embedded models whose cards book/model_card.md includes
-GENERATED_PAGES = {"execution.md"}
+# Written before every build into book/_generated/ (gitignored) and included by tracked stub pages, so that a
+# build never rewrites a tracked file: the execution tables (book/execution.md) and the verdicts (book/intro.md).
+GENERATED = Path("book") / "_generated"
+EXECUTION = GENERATED / "execution.md"
+VERDICTS = GENERATED / "verdicts.md"
 
 
 def prepare_root(root: Path) -> Path:
@@ -37,7 +41,7 @@ def prepare_root(root: Path) -> Path:
     shutil.copytree(REPO / "_static", root / "_static", dirs_exist_ok=True)  # the book's CSS
     (root / "book").mkdir(exist_ok=True)
     for page in sorted((REPO / "book").iterdir()):  # prose pages and the figures they show
-        if page.is_file() and page.name not in GENERATED_PAGES and not page.name.startswith("."):
+        if page.is_file() and not page.name.startswith("."):
             shutil.copy2(page, root / "book" / page.name)
     for name in MODEL_CARDS:
         card = root / MODELS / name / "README.md"
@@ -161,38 +165,36 @@ def execution_rows(root: Path) -> list[dict]:
 
 
 def write_execution_page(root: Path, executed: set[str] | None = None) -> Path:
-    """Write `<root>/book/execution.md`: what ran, where, with which profile and model, and how long it took.
+    """Write `<root>/book/_generated/execution.md` (not tracked; included by the stub page `book/execution.md`):
+    what ran, where, with which profile and model, and how long it took.
 
     `executed`: the notebooks executed by this build; the others are shown as reused (their commit says from when).
     """
     rows = execution_rows(root)
     executed = set(executed or ())
-    lines = [
-        "# Execution statistics",
-        "",
-        "This page is written by `glauber-mlm book` after it executes the notebooks: one row per executed",
-        "notebook, read from the `provenance.json` each notebook saves beside its tables. *Notebook time* is",
-        "measured inside the notebook (from its first cell to `run.finish()`); *papermill time* adds the",
-        "kernel start and the imports. *This build* says whether the page was executed by the build that wrote",
-        "this page, or reused from an earlier one because none of its inputs changed (`glauber-mlm book --force`",
-        "re-executes all). The chains' forward dtype is bfloat16 on CPUs with native bf16 (Intel AMX)",
-        "and on GPUs, float32 elsewhere; the two give different numbers, so compare builds of one dtype.",
-        "Rectangle and influence estimates always run in float32. *Verdict* is the one in the result box at",
-        "the top of each result page, computed from that page's tables by the rule stated in the box.",
-        "",
-    ]
+    lines: list[str] = []
     if rows:
         lines += [
             "## What ran",
             "",
-            "| notebook | verdict | status | this build | profile | model | device | chains' forward dtype | notebook time | papermill time |",
-            "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+            "| notebook | verdict | status | this build | profile | model |",
+            "| --- | --- | --- | --- | --- | --- |",
         ]
         for r in rows:
             link = f"[{r['notebook']}](notebooks/{r['notebook']}.ipynb)"
             built = "executed" if r["notebook"] in executed else f"reused (commit {r['commit']})"
-            cells = [link, r["verdict"], r["status"], built, r["profile"], _code(r["model"]), r["device"], r["forward_dtype"],
-                     _fmt_seconds(r["wall_time_s"]), _fmt_seconds(r["papermill_s"])]
+            cells = [link, r["verdict"], r["status"], built, r["profile"], _code(r["model"])]
+            lines.append("| " + " | ".join(_md_cell(c) for c in cells) + " |")
+        # three narrow tables rather than one wide one, so that each fits a desktop column
+        lines += [
+            "",
+            "## How long, on what",
+            "",
+            "| notebook | device | chains' forward dtype | notebook time | papermill time |",
+            "| --- | --- | --- | --- | --- |",
+        ]
+        for r in rows:
+            cells = [r["notebook"], r["device"], r["forward_dtype"], _fmt_seconds(r["wall_time_s"]), _fmt_seconds(r["papermill_s"])]
             lines.append("| " + " | ".join(_md_cell(c) for c in cells) + " |")
         total = sum(float(r["papermill_s"] or 0) for r in rows)
         lines += ["", f"Total papermill time: {_fmt_seconds(total)} for {len(rows)} notebook(s)."]
@@ -218,13 +220,10 @@ def write_execution_page(root: Path, executed: set[str] | None = None) -> Path:
         f"{platform.python_version()} on {platform.system()} {platform.machine()} with {os.cpu_count()} CPU cores.",
         "",
     ]
-    page = root / "book" / "execution.md"
+    page = root / EXECUTION
     page.parent.mkdir(parents=True, exist_ok=True)
     page.write_text("\n".join(lines))
     return page
-
-
-VERDICTS = Path("book") / "_generated" / "verdicts.md"
 
 
 def write_verdicts(root: Path) -> Path:
@@ -285,6 +284,8 @@ def build_book(root: Path, quiet: bool = False) -> Path:
         print(f"toc: adding {doc} (executed, not listed in _toc.yml)")
     ship_plotly(root)
     write_verdicts(root)
+    if not (root / EXECUTION).exists():  # built without `glauber-mlm book` (which writes it with what it executed)
+        write_execution_page(root)
     build = root / "_build"
     build.mkdir(exist_ok=True)
     toc_path = build / "toc.yml"
