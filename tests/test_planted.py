@@ -56,3 +56,42 @@ def test_the_growth_rule_has_power_on_the_ising_chain_and_size_against_n_to_the_
 def test_a_budget_too_short_for_the_planted_truth_gives_no_power_and_no_size():
     cal = planted.growth_rule_calibration([8, 16, 32, 64], 4, budget=20, replicates=3)
     assert cal.power == 0 and cal.size == 0 and not cal.decisive
+
+
+def test_ar1_chains_have_the_planted_autocorrelation_and_ess():
+    rng = np.random.default_rng(1)
+    x = planted.ar1_chains(rng, 50, 400, 0.6)
+    lag1 = np.mean([np.corrcoef(c[:-1], c[1:])[0, 1] for c in x])
+    assert abs(lag1 - 0.6) < 0.03 and abs(x.std() - 1) < 0.05
+    assert planted.ar1_phi_for_ess(0.25 * 50 * 400, 50, 400) == pytest.approx(0.6)
+
+
+def test_the_rhat_rule_decides_with_many_draws_and_not_with_few():
+    """A strict threshold (1.01) on 8 short chains false-alarms on stationary chains; with many draws it decides."""
+    few = planted.rhat_agreement_calibration(8, 10, 0.3, 1.01, replicates=60)
+    many = planted.rhat_agreement_calibration(8, 200, 0.3, 1.01, replicates=60)
+    assert not few.decisive and many.power >= 0.8 and many.size <= 0.1
+
+
+def test_the_censored_dwell_fit_recovers_c_where_dropping_censored_dwells_biases_it():
+    """Planted geometric dwells with c = 1, cut at a short run: the censored likelihood finds c, the old fit on the
+    uncensored dwells alone (least squares on log dwell) falls short, because the longest dwells are the censored."""
+    from glauber_mlm import conditions
+
+    rng = np.random.default_rng(3)
+    x = rng.uniform(0, 6, 400)
+    groups = np.repeat(np.arange(40), 10)
+    d, cens = planted.censored_dwells(rng, x, np.full(400, 100), c=1.0, b=0.5)
+    assert 0.2 < cens.mean() < 0.6
+    fit = conditions.fit_censored_dwell(x, d, cens, groups, n_boot=200)
+    assert fit["slope_low"] < 1.0 < fit["slope_high"] and abs(fit["slope"] - 1) < 0.15
+    dropped = conditions.fit_log_linear(x[~cens], d[~cens], n_boot=50)
+    assert dropped["slope_high"] < 0.9
+
+
+def test_the_dwell_rules_are_decisive_at_a_well_sized_design():
+    rng = np.random.default_rng(4)
+    x, groups, remaining = rng.uniform(0, 5, 200), np.repeat(np.arange(20), 10), np.full(200, 2000)
+    grows = planted.dwell_fit_calibration(x, remaining, groups, 0.5, lambda f: bool(f["slope_low"] > 0), 1.0, 0.0,
+                                          replicates=20, n_boot=100)
+    assert grows.power >= 0.8 and grows.size <= 0.1

@@ -114,3 +114,27 @@ def smallest_decisive(designs: dict[str, Calibration]) -> str:
             return f"decisive at {design} ({cal})"
     last, cal = list(designs.items())[-1]
     return f"not decisive up to {last} ({cal})"
+
+
+def rules_source(notebook_source: str) -> str:
+    """The cell of a Jupytext percent notebook that states its checks (the one calling `run.conclude(`)."""
+    cells = [c for c in notebook_source.split("\n# %%") if "run.conclude(" in c]
+    if len(cells) != 1:
+        raise ValueError(f"a result notebook states its checks in exactly one cell calling run.conclude(, found {len(cells)}.")
+    return cells[0].split("\n", 1)[1] if "\n" in cells[0] else ""
+
+
+def rules_hash(notebook_source: str) -> str:
+    """The first 12 hex digits of the SHA-256 of `rules_source`: what a dated entry of the rules record names."""
+    import hashlib
+
+    return hashlib.sha256(rules_source(notebook_source).encode()).hexdigest()[:12]
+
+
+def rules_record(name: str, record_path=None) -> list[dict]:
+    """The dated entries of notebook `name` in the rules record (notebooks/rules.json), oldest first."""
+    import json
+    from pathlib import Path
+
+    path = Path(record_path) if record_path else Path(__file__).resolve().parents[2] / "notebooks" / "rules.json"
+    return json.loads(path.read_text()).get(name, []) if path.is_file() else []

@@ -72,3 +72,131 @@ def growth_rule_calibration(lengths, pairs: int, budget: int, replicates: int = 
     on = (f"Ising chain (J/τ = 1/2, n log n) / its times replanted as {null_law}; {pairs} pairs at n = "
           f"{', '.join(str(int(n)) for n in lengths)}")
     return Calibration(float(power), float(size), replicates, on)
+
+
+def ar1_chains(rng: np.random.Generator, chains: int, draws: int, phi: float, spread: float = 0.0) -> np.ndarray:
+    """(chains, draws) stationary AR(1) chains x_t = φ x_{t−1} + √(1−φ²) ε_t (unit variance), each shifted by its own
+    N(0, spread²) offset: spread = 0 is a mixed cell, spread > 0 chains that each remember their own start."""
+    if not 0 <= phi < 1:
+        raise ValueError(f"phi must lie in [0, 1) (the lag-one autocorrelation of a stationary AR(1)), got {phi!r}.")
+    x = np.empty((chains, draws))
+    x[:, 0] = rng.standard_normal(chains)
+    noise = np.sqrt(1 - phi**2) * rng.standard_normal((chains, draws))
+    for t in range(1, draws):
+        x[:, t] = phi * x[:, t - 1] + noise[:, t]
+    return x + spread * rng.standard_normal((chains, 1))
+
+
+def ar1_phi_for_ess(ess: float, chains: int, draws: int) -> float:
+    """The φ whose AR(1) chains have about `ess` effective draws in chains × draws: ESS/N = (1 − φ)/(1 + φ)."""
+    r = min(max(ess / (chains * draws), 1e-3), 1.0)
+    return float((1 - r) / (1 + r))
+
+
+def rhat_agreement_calibration(chains: int, draws: int, phi: float, threshold: float, replicates: int = 200,
+                               spread: float = 1.0, seed: int = 0):
+    """Power and size of notebook 06's rule "R̂ ≥ h on the slow cell and < h on the fast one" at its design.
+
+    Planted truth: a fast cell of stationary AR(1) chains and a slow cell of the same chains, each shifted by its
+    own offset (sd `spread` marginal sds: chains that remember their start). Planted null: both cells
+    stationary, so R̂ has nothing to find and the rule passes only by a false alarm on one and none on the other."""
+    from .checks import calibrate
+    from .diagnostics import convergence
+
+    def rhat(x: np.ndarray) -> float:
+        return float(convergence({"x": x}).rhat.iloc[0])
+
+    def rule(cells: tuple[np.ndarray, np.ndarray]) -> bool:
+        fast, slow = cells
+        return rhat(slow) >= threshold and rhat(fast) < threshold
+
+    return calibrate(rule,
+                     truth=lambda rng: (ar1_chains(rng, chains, draws, phi), ar1_chains(rng, chains, draws, phi, spread)),
+                     null=lambda rng: (ar1_chains(rng, chains, draws, phi), ar1_chains(rng, chains, draws, phi)),
+                     replicates=replicates, seed=seed,
+                     calibrated_on=(f"AR(1) chains (φ = {phi:.2f}, {chains} × {draws} draws): slow cell offset by "
+                                    f"{spread:g} sd / both cells stationary"))
+
+
+def certification_calibration(length: int, logit_std: float, contexts: int, per_passage: int, top_k: int,
+                              tolerance: float, replicates: int = 20, q: int = 64, seed: int = 0):
+    """Power and size of notebook 01's rule "the Wilson 95% lower bound of the share of rectangles with |ρ| above
+    `tolerance` exceeds one half" at its design (contexts × rectangles per context, top-k tokens).
+
+    Planted truth: random incompatible pairwise models (independent W_ij, W_ji) whose logits have the MLM's spread
+    `logit_std`; planted null: compatible ones at the same spread (ρ = 0 up to float noise). A fresh model and fresh
+    contexts per replicate."""
+    from .checks import calibrate
+    from .rectangle import random_rectangles, rectangle_test
+    from .stats import proportion_ci
+
+    def draw(rng: np.random.Generator, compatible: bool):
+        s = int(rng.integers(2**31))
+        model = (exact.compatible_pairwise(length, q, logit_std, seed=s) if compatible else
+                 exact.incompatible_pairwise(length, q, scale=logit_std / (length - 1) ** 0.5, seed=s))
+        ctx = torch.randint(q, (contexts, length), generator=torch.Generator().manual_seed(s))
+        return rectangle_test(model, random_rectangles(model, ctx, per_passage, top_k=top_k, seed=s)).rho.abs().numpy()
+
+    def rule(abs_rho: np.ndarray) -> bool:
+        return proportion_ci(int((abs_rho > tolerance).sum()), abs_rho.size)[1] > 0.5
+
+    return calibrate(rule, lambda rng: draw(rng, False), lambda rng: draw(rng, True), replicates, seed=seed,
+                     calibrated_on=(f"incompatible / compatible pairwise models (n = {length}, q = {q}, logit sd "
+                                    f"{logit_std:.2g}), {contexts} × {per_passage} rectangles"))
+
+
+def censored_dwells(rng: np.random.Generator, x, remaining, c: float, b: float) -> tuple[np.ndarray, np.ndarray]:
+    """(dwell, censored): geometric dwells with escape hazard λ = exp(−(c·x + b)) per step, cut at `remaining` steps
+    (the rest of each chain's run), so the planted data are censored as the page's are."""
+    lam = np.exp(-(c * np.asarray(x, float) + b))
+    d = rng.geometric(-np.expm1(-lam))
+    remaining = np.asarray(remaining)
+    return np.minimum(d, remaining), d > remaining
+
+
+def dwell_fit_calibration(x, remaining, groups, b: float, rule, truth_c: float, null_c: float, replicates: int = 30,
+                          n_boot: int = 200, seed: int = 0):
+    """Power and size of a rule on `conditions.fit_censored_dwell`'s result at notebook 05's design (its traps' m/τ,
+    their chains and how much of each chain's run was left): planted dwells with c = `truth_c` and with c = `null_c`."""
+    from .checks import calibrate
+    from .conditions import fit_censored_dwell
+
+    def draw(c: float):
+        def sample(rng: np.random.Generator):
+            d, cens = censored_dwells(rng, x, remaining, c, b)
+            return fit_censored_dwell(x, d, cens, groups, n_boot=n_boot, seed=int(rng.integers(2**31)))
+        return sample
+
+    return calibrate(rule, draw(truth_c), draw(null_c), replicates, seed=seed,
+                     calibrated_on=(f"planted censored geometric dwells at these traps' m/τ (b = {b:.2f}): "
+                                    f"c = {truth_c:g} / c = {null_c:g}"))
+
+
+def stationary_test_calibration(model: exact.PairwiseModel, temperature: float, chains: int, sweeps: int,
+                                scan: str = "random", replicates: int = 20, control_factor: float = 1.25,
+                                level: float = 0.05, seed: int = 0):
+    """Power and size of notebook 00's rule "the TV null test against π_τ gives p ≥ `level`" at its design (chains
+    from uniform starts, `sweeps` sweeps recorded once per sweep, the first half dropped).
+
+    Planted truth: Glauber chains at τ (whose stationary law is π_τ), fresh seeds per replicate; planted null:
+    Glauber chains at `control_factor`·τ, tested against π_τ. All replicates run in one batch."""
+    from .calibration import chain_counts
+    from .checks import Calibration
+    from .sampling import glauber
+    from .stats import tv_null_test
+
+    n, q = model.W.shape[0], model.W.shape[2]
+    _, law = model.joint(temperature)
+    g = torch.Generator().manual_seed(seed)
+    init = torch.randint(q, (replicates * chains, n), generator=g)
+
+    def pass_rate(tau: float, offset: int) -> float:
+        traj = glauber(model, init, sweeps * n, tau, seed=seed * 1_000_003 + offset, scan=scan, record_every=n)
+        kept = traj.states[traj.states.shape[0] // 2 + 1:]
+        passes = [tv_null_test(chain_counts(kept[:, r * chains:(r + 1) * chains], q), law.numpy(),
+                               seed=seed + r)["p_value"] >= level for r in range(replicates)]
+        return float(np.mean(passes))
+
+    return Calibration(pass_rate(temperature, 0), pass_rate(control_factor * temperature, 500_000), replicates,
+                       f"Glauber at τ / at {control_factor:g} τ on the same Potts chain, {scan} scan, {chains} chains × "
+                       f"{sweeps} sweeps")
