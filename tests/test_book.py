@@ -155,11 +155,11 @@ def test_committed_toc_lists_every_prose_page_and_the_seven_notebooks():
     toc = yaml.safe_load((book.REPO / "_toc.yml").read_text())
     files = re.findall(r"file: (\S+)", (book.REPO / "_toc.yml").read_text())
     assert toc["root"] == "book/intro"
-    for page in ("theory", "model_card", "run_it_yourself", "execution", "references"):
+    for page in ("theory", "glossary", "model_card", "run_it_yourself", "execution", "performance", "references"):
         assert f"book/{page}" in files
     assert sum(f.startswith("book/notebooks/") for f in files) == 7
     for f in files:
-        if not f.startswith("book/notebooks/") and f != "book/execution":
+        if not f.startswith("book/notebooks/"):  # every prose page is tracked, execution.md too (a stub)
             assert (book.REPO / f"{f}.md").exists(), f
 
 
@@ -250,7 +250,7 @@ def test_every_notebook_executes_in_the_smoke_profile(built):
 def test_book_has_a_page_per_prose_file_and_per_notebook(built):
     html = built.root / "_build" / "html"
     assert built.html.exists()
-    for page in ("intro", "theory", "model_card", "run_it_yourself", "execution", "references"):
+    for page in ("intro", "theory", "glossary", "model_card", "run_it_yourself", "execution", "references"):
         assert (html / "book" / f"{page}.html").exists(), page
     for name in built.executed:
         page = html / "book" / "notebooks" / f"{name}.html"

@@ -18,6 +18,7 @@ from .publish import check_published, problems
 
 MODELS = Path("data") / "models"
 MODEL_CARDS = ("minilm-mlm", "minilm6-mlm")  # the embedded models whose cards book/model_card.md includes
+CARD_FILES = ("metrics.json", "train.log")  # beside each card, linked from book/model_card.md
 # Written before every build into book/_generated/ (gitignored) and included by tracked stub pages, so that a
 # build never rewrites a tracked file: the execution tables (book/execution.md) and the verdicts (book/intro.md).
 GENERATED = Path("book") / "_generated"
@@ -50,7 +51,13 @@ def prepare_root(root: Path) -> Path:
             shutil.copy2(REPO / MODELS / name / "README.md", card)
         elif not card.exists():  # the model (and its card) is not in this checkout yet
             card.write_text(f"# {name}\n\nThis embedded model's card is not in this checkout yet "
-                            f"(`{(MODELS / name / 'README.md').as_posix()}`).\n")
+                            f"(`{(MODELS / name / 'README.md').as_posix()}`).\n\n"
+                            "Trained on: not yet. Metrics: none; training log: `train.log`.\n")
+        for linked in CARD_FILES:  # the model card page links them
+            if (REPO / MODELS / name / linked).exists():
+                shutil.copy2(REPO / MODELS / name / linked, card.parent / linked)
+            elif not (card.parent / linked).exists():
+                (card.parent / linked).write_text(f"{name}: {linked} is not in this checkout yet.\n")
     return root
 
 
