@@ -3,6 +3,7 @@ PY      := .venv/bin/python
 PROFILE ?= cpu
 MODEL   ?=
 FORCE   ?=
+DTYPE   ?=
 
 .PHONY: test book verify install clean
 
@@ -20,10 +21,10 @@ install: $(PY)
 test: $(PY)
 	$(PY) -m pytest -q -n auto --dist loadgroup
 
-# executes notebooks/*.py with papermill into book/notebooks/ (only those whose inputs changed; FORCE=1: all),
-# then jupyter-book build -W (see README)
+# executes notebooks/*.py with papermill into book/notebooks/ (only those whose code, parameters, data or models
+# changed; FORCE=1: all; DTYPE=float32|bfloat16: in that dtype), then jupyter-book build -W (see README)
 book: $(PY)
-	.venv/bin/glauber-mlm book --profile $(PROFILE) $(if $(MODEL),--model $(MODEL)) $(if $(FORCE),--force)
+	.venv/bin/glauber-mlm book --profile $(PROFILE) $(if $(MODEL),--model $(MODEL)) $(if $(FORCE),--force) $(if $(DTYPE),--dtype $(DTYPE))
 
 # re-executes every published notebook in a scratch folder and compares its tables with the committed ones
 verify: $(PY)

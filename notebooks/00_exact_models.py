@@ -36,6 +36,7 @@
 profile = "cpu"        # smoke (tests, < 1 min) | cpu (embedded model, offline) | paper (GPU, hub models)
 model = None           # None: the profile's MLM (for the rectangle section); or a hub name / local folder
 device = None          # None: cuda when present, else cpu
+dtype = None           # None: bfloat16 where the device runs it natively, else float32; or "float32" | "bfloat16"
 seed = None
 coupling = None        # J of the Potts/Ising chains
 law_sites = None       # sites of the Potts chain whose stationary law is enumerated (law_states ** law_sites states)
@@ -92,7 +93,7 @@ PROFILES = {
 # what `scale` (a dry run) multiplies, each with its least value: the least the checks below accept, and 2
 # where intervals bootstrap over the units; temperatures, lengths, grids and thresholds are never scaled
 BUDGETS = dict(chains=2, sweeps=4, pairs=2, budget=1, rectangles=2)
-run = Run("00_exact_models", profile, PROFILES, output_dir, scale=scale, budgets=BUDGETS,
+run = Run("00_exact_models", profile, PROFILES, output_dir, scale=scale, dtype=dtype, budgets=BUDGETS,
           model=model, device=device, seed=seed, coupling=coupling,
           law_sites=law_sites, law_states=law_states, law_temperature=law_temperature, chains=chains, sweeps=sweeps,
           temperatures=temperatures, lengths=lengths, pairs=pairs, budget=budget, low_temperatures=low_temperatures,
@@ -114,7 +115,7 @@ if not isinstance(ns, (list, tuple)) or len(ns) < 2 or not all(isinstance(n, int
 ns = sorted(ns)
 n_pairs, T_budget, n_low = run.integer("pairs", 2), run.integer("budget", 1), run.integer("low_length", 3)
 n_rect, n_infl = run.integer("rectangles", 2), run.integer("influence_sites", 3, 14)
-mlm = gm.load_mlm(run["model"], device=run.device)      # clear error here for an unknown model
+mlm = run.load_mlm(run["model"])      # clear error here for an unknown model
 L_rect = run.integer("rect_length", 2, mlm.max_length)
 texts = load_passages(run["passages"])
 contexts = sample_passages(mlm, texts, L_rect, min(n_rect, 64), seed=run["seed"])[0]  # fails here if too few passages

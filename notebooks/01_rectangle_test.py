@@ -37,6 +37,7 @@
 profile = "cpu"        # smoke (tests, < 1 min) | cpu (the two embedded models, offline) | paper (GPU, hub models)
 models = None          # None: the profile's models; else a list of hub names / local folders (None: embedded model)
 device = None          # None: cuda when present, else cpu
+dtype = None           # None: bfloat16 where the device runs it natively, else float32; or "float32" | "bfloat16"
 seed = None
 passages = None        # "embedded" (data/passages.jsonl) | "ms_marco" (needs the internet)
 length = None          # tokens per context passage
@@ -83,7 +84,7 @@ PROFILES = {
 # what `scale` (a dry run) multiplies, each with its least value: the least the checks below accept, and 2
 # where intervals bootstrap over the units; temperatures, lengths, grids and thresholds are never scaled
 BUDGETS = dict(contexts=2, per_passage=1, compat_pairs=2)
-run = Run("01_rectangle_test", profile, PROFILES, output_dir, scale=scale, budgets=BUDGETS,
+run = Run("01_rectangle_test", profile, PROFILES, output_dir, scale=scale, dtype=dtype, budgets=BUDGETS,
           models=models, device=device, seed=seed,
           passages=passages, length=length, contexts=contexts, per_passage=per_passage, top_k=top_k,
           temperatures=temperatures, safety=safety, practical=practical, compat_k=compat_k, compat_pairs=compat_pairs)
@@ -96,7 +97,7 @@ run.integer("compat_k", 2, 64)  # the compatible exact model that measures the f
 temps = run.temperatures("temperatures")
 if not run["safety"] >= 1 or not run["practical"] > 0:
     raise ValueError(f"need safety ≥ 1 and practical > 0, got safety={run['safety']!r}, practical={run['practical']!r}.")
-mlms = [gm.load_mlm(name, device=run.device) for name in names]  # clear error here for an unknown model
+mlms = [run.load_mlm(name) for name in names]  # clear error here for an unknown model
 texts = load_passages(run["passages"])
 starts = {}
 for mlm in mlms:

@@ -37,6 +37,7 @@
 profile = "cpu"        # smoke (tests, < 1 min) | cpu (the two embedded models, offline) | paper (GPU, hub models)
 models = None          # None: the profile's models; else a list of hub names / local folders (None: embedded model)
 device = None          # None: cuda when present, else cpu
+dtype = None           # None: bfloat16 where the device runs it natively, else float32; or "float32" | "bfloat16"
 seed = None
 seeds = None           # independent replicates: each draws fresh passage pairs and fresh chain randomness
 temperatures = None
@@ -84,7 +85,7 @@ PROFILES = {
 # what `scale` (a dry run) multiplies, each with its least value: the least the checks below accept, and 2
 # where intervals bootstrap over the units; temperatures, lengths, grids and thresholds are never scaled
 BUDGETS = dict(seeds=1, pairs=2, budget=1, scaling_pairs=2, scaling_budget=1)
-run = Run("02_high_temperature_mixing", profile, PROFILES, output_dir, scale=scale, budgets=BUDGETS,
+run = Run("02_high_temperature_mixing", profile, PROFILES, output_dir, scale=scale, dtype=dtype, budgets=BUDGETS,
           models=models, device=device, seed=seed, seeds=seeds,
           temperatures=temperatures, lengths=lengths, pairs=pairs, budget=budget, passages=passages,
           scaling_temperatures=scaling_temperatures, scaling_lengths=scaling_lengths, scaling_pairs=scaling_pairs,
@@ -92,7 +93,7 @@ run = Run("02_high_temperature_mixing", profile, PROFILES, output_dir, scale=sca
 names = [run["models"]] if isinstance(run["models"], str) else run["models"]
 if not isinstance(names, (list, tuple)) or not names:
     raise ValueError(f"models must be a non-empty list of model names or folders (None: the embedded model), got {names!r}.")
-mlms = [gm.load_mlm(name, device=run.device) for name in names]  # clear error here for an unknown model
+mlms = [run.load_mlm(name) for name in names]  # clear error here for an unknown model
 if len({m.name for m in mlms}) < len(mlms):
     raise ValueError(f"models name one model twice ({[m.name for m in mlms]}): each panel and table row is keyed by name.")
 mlm = mlms[0]  # the scaling study's model

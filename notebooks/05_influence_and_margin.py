@@ -42,6 +42,7 @@
 profile = "cpu"        # smoke (tests, < 1 min) | cpu (embedded model, offline) | paper (GPU, hub models)
 model = None           # None: the profile's model; or a hub name / local folder
 device = None          # None: cuda when present, else cpu
+dtype = None           # None: bfloat16 where the device runs it natively, else float32; or "float32" | "bfloat16"
 seed = None
 seeds = None           # independent chains per (starting passage, temperature) for the margin/dwell study
 passages = None        # "embedded" (data/passages.jsonl) | "ms_marco" (needs the internet)
@@ -103,7 +104,7 @@ PROFILES = {
 # what `scale` (a dry run) multiplies, each with its least value: the least the checks below accept, and 2
 # where intervals bootstrap over the units; temperatures, lengths, grids and thresholds are never scaled
 BUDGETS = dict(seeds=1, contexts=2, replacements=1, chain_passages=1, steps=200, dwell_states=10, pairs=2, budget=1)
-run = Run("05_influence_and_margin", profile, PROFILES, output_dir, scale=scale, budgets=BUDGETS,
+run = Run("05_influence_and_margin", profile, PROFILES, output_dir, scale=scale, dtype=dtype, budgets=BUDGETS,
           model=model, device=device, seed=seed, seeds=seeds,
           passages=passages, lengths=lengths, contexts=contexts, replacements=replacements, top_k=top_k,
           temperatures=temperatures, chain_temperatures=chain_temperatures, chain_length=chain_length,
@@ -119,7 +120,7 @@ for key in ("seeds", "contexts", "replacements", "chain_passages", "steps", "rec
 run.integer("top_k", 2)
 if run["replacements"] > run["top_k"]:
     raise ValueError(f"replacements ({run['replacements']}) cannot exceed top_k ({run['top_k']}): they are drawn from the top-k.")
-mlm = gm.load_mlm(run["model"], device=run.device)      # clear error here for an unknown model
+mlm = run.load_mlm(run["model"])      # clear error here for an unknown model
 ns, phase_ns = run["lengths"], run["phase_lengths"]
 for key, value in (("lengths", ns), ("phase_lengths", phase_ns), ("chain_length", [run["chain_length"]])):
     if (not isinstance(value, (list, tuple)) or not value

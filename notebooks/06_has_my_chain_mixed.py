@@ -61,6 +61,7 @@
 profile = "cpu"        # smoke (tests, < 1 min) | cpu (embedded model, offline) | paper (GPU, hub models)
 model = None           # None: the profile's model; or a hub name / local folder
 device = None          # None: cuda when present, else cpu
+dtype = None           # None: bfloat16 where the device runs it natively, else float32; or "float32" | "bfloat16"
 seed = None
 passages = None        # "embedded" (data/passages.jsonl) | "ms_marco" (needs the internet)
 length = None          # tokens per chain (one short length)
@@ -106,11 +107,11 @@ PROFILES = {
 # what `scale` (a dry run) multiplies, each with its least value: 2 chains or pairs (R̂ and the intervals need two),
 # 128 steps (R̂ needs 8 readings at the paper's pll_every = 16); temperatures, lengths and thresholds are never scaled
 BUDGETS = dict(chains=2, steps=128, pairs=2, mh_chains=2, mh_pairs=2)
-run = Run("06_has_my_chain_mixed", profile, PROFILES, output_dir, scale=scale, budgets=BUDGETS, model=model, device=device, seed=seed,
+run = Run("06_has_my_chain_mixed", profile, PROFILES, output_dir, scale=scale, dtype=dtype, budgets=BUDGETS, model=model, device=device, seed=seed,
           passages=passages, length=length, temperatures=temperatures, chains=chains, steps=steps,
           pll_every=pll_every, pairs=pairs, mh_chains=mh_chains, mh_pairs=mh_pairs,
           mh_lengths=mh_lengths)
-mlm = gm.load_mlm(run["model"], device=run.device)  # clear error here for an unknown model
+mlm = run.load_mlm(run["model"])  # clear error here for an unknown model
 taus = sorted(run.temperatures("temperatures", 2))
 n = run.integer("length", 2, mlm.max_length)
 budget = run.integer("steps", 8)

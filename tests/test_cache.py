@@ -7,10 +7,9 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-import torch
 
-from glauber_mlm import book
-from glauber_mlm.book import cache
+from glauber_mlm import book, contract, hf
+from glauber_mlm.book import cache, command, plan, reuse
 from glauber_mlm.book.execute import prepare_parameters
 from glauber_mlm.cli import main as cli_main
 from test_book import EXAMPLE
@@ -86,7 +85,7 @@ def test_each_input_re_executes_exactly_the_notebooks_it_concerns(world, monkeyp
 
 
 def test_a_new_run_of_the_notebook_it_reads_from_re_executes_the_reader(world, monkeypatch, tmp_path):
-    monkeypatch.setattr(cache, "UPSTREAM", {"92_b": ("91_a",)})
+    monkeypatch.setattr(contract, "READS", {"92_b": {"91_a": ("magnetisation",)}})
     root = tmp_path / "root"
     shutil.copytree(world["root"], root)
     results = root / "book" / "notebooks"
@@ -159,14 +158,83 @@ def test_verify_reproduces_a_seeded_run_and_names_a_tampered_table(tmp_path, cap
     assert table.read_text() == tampered and all(p.read_bytes() == b for p, b in before.items() if p != table)
 
 
-def test_another_forward_dtype_re_executes_every_notebook(world, monkeypatch):
-    """A page built in fp32 is stale where the chains would run in bf16, and the reverse (`book --dtype`)."""
-    from glauber_mlm.hf import FORWARD_DTYPE_ENV, default_dtype
+# ---- a newcomer's `make book`: the machine is not an input (issue 27, item 8) -------------------------------------
 
-    native = str(default_dtype(torch.device("cpu"))).removeprefix("torch.")
-    other = "bfloat16" if native == "float32" else "float32"
-    monkeypatch.setenv(FORWARD_DTYPE_ENV, other)
-    assert set(stale(world, monkeypatch, world["params"]).values()) == {"changed: forward_dtype"}
-    monkeypatch.setenv(FORWARD_DTYPE_ENV, "float16")
-    with pytest.raises(ValueError, match="float32, bfloat16"):
-        default_dtype(torch.device("cpu"))
+DTYPED = (EXAMPLE.replace('Run("99_example"', 'Run("95_e"').replace("device = None\n", "device = None\ndtype = None\n")
+          .replace("output_dir, models=models", "output_dir, dtype=dtype, models=models"))
+XEON = "Intel(R) Xeon(R) Processor (native bf16), 2 CPU threads"
+
+
+def fake_page(src: Path, params: dict, root: Path, **provenance) -> Path:
+    """A published page of `src` as a build with `params` leaves it (its cache stamp and a complete provenance),
+    without executing anything; `provenance` overrides the recorded entries."""
+    published = root / "book" / "notebooks"
+    (published / src.stem).mkdir(parents=True)
+    page = published / f"{src.stem}.ipynb"
+    stamp = {"inputs": cache.inputs(src, prepare_parameters(src, params), published), "run_id": "r1"}
+    page.write_text(json.dumps({"cells": [], "metadata": {"glauber_mlm": stamp}}))
+    recorded = {**{key: "-" for key in contract.REQUIRED}, "profile": params["profile"], "scale": 1.0, "parameters": {},
+                "versions": {}, "wall_time_s": 1.0, "run_id": "r1"}
+    contract.write_provenance(published / src.stem, {**recorded, **provenance})
+    return page
+
+
+@pytest.fixture
+def avx2(monkeypatch):
+    """This machine as one without native bf16 (the slower machine kind): its default forward dtype is float32."""
+    monkeypatch.setattr(hf, "fast_bf16", lambda device: False)
+    assert reuse.machine_dtype() == "float32"
+
+
+def test_the_machine_is_not_a_cache_input(monkeypatch):
+    src = book.NOTEBOOKS / "06_has_my_chain_mixed.py"
+    params = prepare_parameters(src, {"profile": "cpu"})
+    keys = {}
+    for native in (True, False):
+        monkeypatch.setattr(hf, "fast_bf16", lambda device, native=native: native)
+        keys[native] = cache.inputs(src, params, book.REPO / "book" / "notebooks")
+    assert keys[True] == keys[False]
+    assert set(keys[True]) == {"notebook", "parameters", "library", "data", "models", "upstream"}
+
+
+def test_a_page_built_in_bf16_elsewhere_is_reused_on_an_fp32_machine_and_says_where(tmp_path, avx2, monkeypatch, capsys):
+    nbs, root = tmp_path / "notebooks", tmp_path / "root"
+    nbs.mkdir()
+    (nbs / "95_e.py").write_text(DTYPED)
+    fake_page(nbs / "95_e.py", {"profile": "smoke"}, root, forward_dtype="bfloat16", machine=XEON, commit="563ab84")
+    executed = []
+    monkeypatch.setattr(command, "run_notebook", lambda name, *a, **k: executed.append(name))
+    monkeypatch.setattr(command, "build_book", lambda root: root / "_build" / "html")
+    args = ["book", "--profile", "smoke", "--notebooks", str(nbs), "--root", str(root)]
+    assert cli_main(args) == 0
+    out = capsys.readouterr().out
+    assert executed == []
+    assert (f"95_e: reused (its inputs are unchanged), built in bfloat16 on {XEON} at commit 563ab84; this machine "
+            "runs float32, which gives other numbers") in out
+    assert "1 page(s) reused as published" in out and "1 of them were built in another dtype than this machine's float32" in out
+    assert "make verify" in out and "make book FORCE=1" in out and "no time estimate: the plan counts none" in out
+    # asked for by dtype, a page built without one re-executes; FORCE=1 re-executes it too
+    assert cli_main(args + ["--dtype", "float32"]) == 0
+    assert "95_e (profile smoke; executing: changed: parameters)" in capsys.readouterr().out and executed == ["95_e"]
+    assert cli_main(args + ["--force"]) == 0 and executed == ["95_e", "95_e"]
+
+
+def test_a_page_built_with_a_dtype_is_reused_with_that_dtype_only(tmp_path):
+    src, root = tmp_path / "95_e.py", tmp_path / "root"
+    src.write_text(DTYPED)
+    page = fake_page(src, {"profile": "smoke", "dtype": "float32"}, root, forward_dtype="float32")
+    assert cache.stale_reason(src, prepare_parameters(src, {"profile": "smoke", "dtype": "float32"}), page) is None
+    for other in ({"profile": "smoke", "dtype": "bfloat16"}, {"profile": "smoke"}):
+        assert cache.stale_reason(src, prepare_parameters(src, other), page) == "changed: parameters"
+    with pytest.raises(book.BookError, match="dtype must be one of 'float32', 'bfloat16'"):
+        prepare_parameters(src, {"profile": "smoke", "dtype": "float16"})
+
+
+def test_the_advice_gives_the_plans_time_for_the_reused_pages_on_this_machine(monkeypatch, avx2):
+    rates = plan.Rates(default=2e9, float32=2e9, latency=1e-3, source="fixed")
+    monkeypatch.setattr(plan, "calibrate", lambda reference, n: rates)
+    names = ["06_has_my_chain_mixed", "99_not_counted"]
+    works = plan.plan(names[:1], "cpu", notebooks_dir=book.NOTEBOOKS)
+    expected = plan.duration(sum(plan.seconds(w, rates) or 0.0 for w in works["06_has_my_chain_mixed"]))
+    assert reuse.estimate(names, "cpu", None, 1.0, book.NOTEBOOKS) == (
+        f"about {expected} on this machine for 1 page(s) (glauber-mlm plan --calibrate); not counted: 99_not_counted")

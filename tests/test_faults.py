@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from glauber_mlm import data
+from glauber_mlm import contract, data
 from glauber_mlm.book import command, lock, publish
 from glauber_mlm.cli import main as cli_main
 from test_book import EXAMPLE
@@ -36,9 +36,9 @@ def fake_execute(src: str, out: str, parameters: dict, cwd: str, **_) -> None:
     CALLS.append(name)
     results = Path(cwd) / parameters["output_dir"]
     results.mkdir()
-    (results / "table.csv").write_text(f"run\n{os.environ[publish.RUN_ID]}\n")
-    prov = {**{key: "-" for key in publish.REQUIRED}, "notebook": name, "parameters": {}, "versions": {},
-            "run_id": os.environ[publish.RUN_ID]}
+    (results / "table.csv").write_text(f"run\n{os.environ[contract.RUN_ID]}\n")
+    prov = {**{key: "-" for key in contract.REQUIRED}, "notebook": name, "scale": 1.0, "parameters": {}, "versions": {},
+            "wall_time_s": 1.0, "run_id": os.environ[contract.RUN_ID]}
     (results / "provenance.json").write_text(json.dumps(prov))
     shutil.copy2(src, out)
 
@@ -152,7 +152,7 @@ def _pair(folder: Path, run: str) -> tuple[Path, Path]:
     results.mkdir()
     (results / "table.csv").write_text(f"{run}\n" * 100)
     (results / "figure.png").write_bytes(run.encode() * 1000)
-    (results / "provenance.json").write_text(json.dumps({**{k: "-" for k in publish.REQUIRED}, "run_id": run}))
+    (results / "provenance.json").write_text(json.dumps({**{k: "-" for k in contract.REQUIRED}, "run_id": run}))
     notebook = folder / "nb.ipynb"
     notebook.write_text(json.dumps({"metadata": {"glauber_mlm": {"run_id": run}}, "cells": [], "padding": run * 500}))
     return notebook, results
@@ -329,7 +329,7 @@ def test_ctrl_c_and_sigterm_end_in_one_sentence_with_a_distinct_status(world, mo
     import papermill
 
     def execute(src, out, parameters, cwd, **_):  # a kernel that saved a checkpoint, then the signal comes
-        checkpoints = Path(os.environ[publish.CHECKPOINTS])
+        checkpoints = Path(os.environ[contract.CHECKPOINTS])
         checkpoints.mkdir(parents=True)
         (checkpoints / "chains.pt").write_bytes(b"steps done so far")
         os.kill(os.getpid(), sig)

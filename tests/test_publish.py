@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from glauber_mlm import book
+from glauber_mlm import book, contract
 from glauber_mlm.book import publish
 from glauber_mlm.cli import main as cli_main
 from glauber_mlm.notebook import Run
@@ -139,7 +139,8 @@ def test_completeness_check_names_each_fault(tmp_path):
 
 
 def test_upstream_tables_are_used_only_for_the_same_model_profile_scale_and_dtype(tmp_path, monkeypatch):
-    monkeypatch.delenv("GLAUBER_MLM_RESULTS", raising=False)
+    monkeypatch.delenv(contract.RESULTS, raising=False)
+    monkeypatch.setattr(contract, "READS", {"05_down": {"02_up": ("phase",), "03_absent": ("phase",)}})
     profiles = {"cpu": dict(model=None), "smoke": dict(model=None)}
     upstream = tmp_path / "02_up"
     upstream.mkdir()

@@ -8,7 +8,6 @@ would be wasted work). Ids outside `support` (special and unused tokens) get log
 from __future__ import annotations
 
 import copy
-import os
 import re
 import warnings
 from collections.abc import Callable
@@ -27,7 +26,6 @@ DEFAULT_MODEL = EMBEDDED_MODELS / "minilm-mlm"
 REBUILD_DEFAULT = "glauber-mlm build-data && glauber-mlm train-model"
 ROBERTA_LIKE = {"roberta", "xlm-roberta", "camembert", "roberta-prelayernorm", "xlm-roberta-xl", "xmod"}
 UNUSED = re.compile(r"^(\[unused\d+\]|<unused\d+>|madeupword\d+)$")
-FORWARD_DTYPE_ENV, FORWARD_DTYPES = "GLAUBER_MLM_FORWARD_DTYPE", ("float32", "bfloat16")
 ATTENTION = ("sdpa", "eager")  # the attention implementations `load_mlm` accepts
 BUFFER_KEYS = re.compile(r"(^|\.)(position_ids|token_type_ids)$")  # buffers, not weights: never "missing"
 
@@ -36,17 +34,14 @@ def default_device() -> torch.device:
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
-def default_dtype(device: torch.device) -> torch.dtype:
-    """The forward dtype of `load_mlm(dtype=None)`: bf16 where `device` runs it natively, else fp32; the environment
-    variable GLAUBER_MLM_FORWARD_DTYPE (float32 | bfloat16, set by `glauber-mlm book --dtype`) overrides it, e.g. to
-    rebuild an fp32 book on a machine with native bf16 (the two give different numbers)."""
-    forced = os.environ.get(FORWARD_DTYPE_ENV)
-    if not forced:
-        return torch.bfloat16 if fast_bf16(device) else torch.float32
-    if forced not in FORWARD_DTYPES:
-        raise ValueError(f"{FORWARD_DTYPE_ENV}={forced!r}: use one of {', '.join(FORWARD_DTYPES)}, or unset it for the "
-                         "device's default.")
-    return getattr(torch, forced)
+def forward_dtype(device: torch.device, dtype: torch.dtype | str | None = None) -> torch.dtype:
+    """The chains' forward dtype on `device`: `dtype` when given (a torch dtype or its name, `check_dtype`), else
+    bf16 where `device` runs it natively and fp32 elsewhere. The one rule `load_mlm`, `Run` and the book use; a family
+    that cannot run in it falls back to fp32 when loaded (`MLMAdapter.dtype` says which it runs in)."""
+    dtype = check_dtype(dtype)
+    if dtype is not None:
+        return dtype
+    return torch.bfloat16 if fast_bf16(device) else torch.float32
 
 
 def fast_bf16(device: torch.device) -> bool:
@@ -370,7 +365,7 @@ def load_mlm(
     Weights load in fp32 from safetensors only (pickle needs `allow_pickle=True`); remote code runs
     only with `trust_remote_code=True`. `device`: "cpu" or "cuda[:index]"; default cuda when present, else cpu.
     `dtype`: the forward dtype used for sampling (`conditionals.check_dtype`: a torch dtype or its name, "bfloat16"
-    as the CLI writes it); default `default_dtype(device)`: bf16 where the hardware runs it natively, else fp32.
+    as the CLI writes it); default `forward_dtype(device)`: bf16 where the hardware runs it natively, else fp32.
     Softmax and sampling run in float64; rectangle and influence estimates ask for fp32 forwards.
     Low-precision forwards use a cached copy of the Linear weights in that dtype (see `MLMAdapter.weights_for`).
     `attn_implementation`: "sdpa" (default, falls back to the family's default where unsupported) or "eager".
@@ -441,8 +436,7 @@ def load_mlm(
             "with this model."
         )
     model.eval().to(device)
-    if dtype is None:
-        dtype = default_dtype(device)
+    dtype = forward_dtype(device, dtype)
     mlm = MLMAdapter(model, tokenizer, device, dtype, name=str(name_or_path or DEFAULT_MODEL.name))
     mlm.dtype = _working_dtype(mlm, dtype)
     return mlm

@@ -1,13 +1,15 @@
 """What every result notebook shares: profiles with explicit overrides, provenance, saved tables and figures.
 
 A notebook declares `PROFILES = {"smoke": {...}, "cpu": {...}, "paper": {...}}` and calls
-`run = Run("02_high_temperature_mixing", profile, PROFILES, output_dir, model=model, ...)`:
-every keyword that is not None overrides the profile. Tables go to CSV, figures to PNG, and
-`run.finish()` writes provenance.json (model, profile, parameters, device, the chains' forward dtype,
-machine and CPU class, versions, commit, wall time, and the run id that ties it to its executed page).
+`run = Run("02_high_temperature_mixing", profile, PROFILES, output_dir, dtype=dtype, model=model, ...)`:
+every keyword that is not None overrides the profile. It loads its models with `run.load_mlm(name)`, in the run's
+forward dtype (`dtype`: None for the device's default, `hf.forward_dtype`), so that the run knows the dtype each
+model runs in after any fallback. Tables go to CSV, figures to PNG, and `run.finish()` writes provenance.json
+(`contract.write_provenance`: model, profile, parameters, device, the dtype asked for and the one the models ran
+in, machine and CPU class, versions, commit, wall time, and the run id that ties it to its executed page).
 `run.conclude(claim, key_numbers, checks)` makes the page's result box and checks.csv (see `verdict.py`, `checks.py`).
-`run.upstream_table(NAME, TABLE)` reads another notebook's published table only when its provenance
-matches this run's model, profile and scale.
+`run.upstream_table(NAME, TABLE)` reads another notebook's published table (a read `contract.READS` declares) only
+when its provenance matches this run's model, profile, scale and forward dtype.
 
 A dry run: `Run(..., scale=S, budgets=BUDGETS)` with 0 < S ≤ 1 multiplies the profile's budgets (the integer
 entries a notebook names in its `BUDGETS = {name: least value}`: steps, pairs, chains, contexts …) by S, rounded
@@ -19,7 +21,6 @@ from __future__ import annotations
 import json
 import math
 import numbers
-import os
 import platform
 import subprocess
 import time
@@ -28,6 +29,8 @@ from importlib.metadata import version
 from pathlib import Path
 
 import torch
+
+from . import contract
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -100,21 +103,26 @@ class Run:
     """Resolved parameters of one notebook run, and where its numbers and figures are saved."""
 
     def __init__(self, name: str, profile: str, profiles: dict[str, dict], output_dir: str | Path | None = None, *,
-                 scale: float = 1.0, budgets: dict[str, int] | None = None, **overrides):
+                 scale: float = 1.0, dtype: str | None = None, budgets: dict[str, int] | None = None, **overrides):
         if profile not in profiles:
             raise ValueError(f"unknown profile {profile!r}: choose one of {sorted(profiles)} (smoke for tests, cpu offline, paper on a GPU).")
         unknown = set(overrides) - set(profiles[profile])
         if unknown:
             raise ValueError(f"unknown parameters {sorted(unknown)} for {name}: known ones are {sorted(profiles[profile])}.")
         self.name, self.profile, self.scale = name, profile, check_scale(scale)
+        self.requested_dtype = contract.check_dtype_name(dtype)  # None: the device's default
         # the scale applies to the profile's budgets; an explicit parameter is taken as given
         base = scaled_profile(profiles[profile], budgets or {}, self.scale)
         self.params = {**base, **{k: v for k, v in overrides.items() if v is not None}}
         self.out = Path(output_dir or Path("results") / name)
         self.out.mkdir(parents=True, exist_ok=True)
         self.device = self.params.get("device") or ("cuda" if torch.cuda.is_available() else "cpu")
+        from .hf import forward_dtype
+
+        self.dtype = forward_dtype(torch.device(self.device), self.requested_dtype)  # what `load_mlm` is asked for
+        self.loaded: dict[str, str] = {}  # model name -> the dtype it runs in once loaded (after any fallback)
         # `glauber-mlm run/book` passes the id it stamps on the executed page; an interactive run makes its own
-        self.run_id = os.environ.get("GLAUBER_MLM_RUN_ID") or uuid.uuid4().hex[:16]
+        self.run_id = contract.run_id() or uuid.uuid4().hex[:16]
         self.started = time.time()
         torch.manual_seed(self.params.get("seed", 0))
         from .plots import use_book_style
@@ -146,17 +154,27 @@ class Run:
             raise ValueError(f"{key} must be a list of at least {at_least} finite temperatures > 0, got {v!r}.")
         return [float(t) for t in v]
 
-    def forward_dtype(self) -> str:
-        """The chains' forward dtype under `load_mlm`'s default (`hf.default_dtype`): bfloat16 where the device runs it
-        natively, else float32, unless GLAUBER_MLM_FORWARD_DTYPE says otherwise."""
-        from .hf import default_dtype
+    def load_mlm(self, name_or_path: str | Path | None = None, **kwargs):
+        """`hf.load_mlm` on this run's device in its forward dtype, the dtype it loaded in (after any fallback to
+        fp32) recorded for the provenance and the build line."""
+        from .hf import load_mlm
 
-        return str(default_dtype(torch.device(self.device))).removeprefix("torch.")
+        mlm = load_mlm(name_or_path, device=self.device, dtype=self.dtype, **kwargs)
+        self.loaded[mlm.name] = str(mlm.dtype).removeprefix("torch.")
+        return mlm
+
+    def forward_dtype(self) -> str:
+        """The chains' forward dtype: the one every model loaded by `load_mlm` runs in ('float32 (deberta-base),
+        bfloat16 (roberta-base)' when they differ); before any is loaded, the one they are asked for."""
+        dtypes = set(self.loaded.values())
+        if len(dtypes) > 1:
+            return ", ".join(f"{dtype} ({name})" for name, dtype in sorted(self.loaded.items()))
+        return dtypes.pop() if dtypes else str(self.dtype).removeprefix("torch.")
 
     def provenance(self) -> dict:
         return {
             "notebook": self.name, "profile": self.profile, "scale": self.scale, "parameters": self.params, "device": self.device,
-            "forward_dtype": self.forward_dtype(), "machine": machine(), "run_id": self.run_id, "commit": git_commit(), "wall_time_s": round(time.time() - self.started, 1),
+            "dtype": self.requested_dtype, "forward_dtype": self.forward_dtype(), "machine": machine(), "run_id": self.run_id, "commit": git_commit(), "wall_time_s": round(time.time() - self.started, 1),
             "versions": {p: version(p) for p in ("glauber-mlm", "torch", "transformers", "numpy")},
             "python": platform.python_version(),
         }
@@ -169,21 +187,22 @@ class Run:
     def upstream_table(self, notebook: str, table: str):
         """(DataFrame, source) for `notebook`'s published `table`, or (None, why not) when it must not be used.
 
-        It is used only when the other notebook's provenance is complete and names the same profile, scale and
-        forward dtype as this run, and this run's model among its models: a smoke table never feeds a cpu page, a
-        dry run never a full one, nor one model's table another's (a table with a `model` column holds several
-        models' rows: the caller keeps its own).
-        The published results folder is `$GLAUBER_MLM_RESULTS` (set by `glauber-mlm run/book`), else this run's parent.
+        The read must be declared in `contract.READS` (a ValueError otherwise). The table is used only when the other
+        notebook's provenance is complete and names the same profile, scale and forward dtype as this run, and this
+        run's model among its models: a smoke table never feeds a cpu page, a dry run never a full one, nor one
+        model's table another's (a table with a `model` column holds several models' rows: the caller keeps its own).
+        The published results folder is `contract.results_folder()` (set by `glauber-mlm run/book`), else this run's
+        parent.
         """
         import pandas as pd
 
-        results = Path(os.environ.get("GLAUBER_MLM_RESULTS") or self.out.resolve().parent)
-        folder = results / notebook
-        path, prov_path = folder / f"{table}.csv", folder / "provenance.json"
-        if not path.is_file() or not prov_path.is_file():
+        contract.check_read(self.name, notebook, table)
+        folder = (contract.results_folder() or self.out.resolve().parent) / notebook
+        path = folder / f"{table}.csv"
+        if not path.is_file() or not (folder / contract.PROVENANCE).is_file():
             return None, f"{notebook} has no published {table}.csv with its provenance"
         try:
-            prov = json.loads(prov_path.read_text())
+            prov = contract.read_provenance(folder)
         except ValueError:
             return None, f"{notebook}'s provenance.json is not valid JSON"
         mine = {"profile": self.profile, "scale": self.scale, "forward dtype": self.forward_dtype()}
@@ -203,11 +222,11 @@ class Run:
         Under `glauber-mlm run/book` it is `<root>/_build/checkpoints/NAME/<inputs key>/LABEL.pt`, kept until the run
         is published, so that a killed or interrupted run resumes where it stopped; run interactively, None (no
         checkpoint)."""
-        folder = os.environ.get("GLAUBER_MLM_CHECKPOINTS")
-        if not folder:
+        folder = contract.checkpoints_folder()
+        if folder is None:
             return None
-        Path(folder).mkdir(parents=True, exist_ok=True)
-        return Path(folder) / f"{label}.pt"
+        folder.mkdir(parents=True, exist_ok=True)
+        return folder / f"{label}.pt"
 
     def save_table(self, df, name: str):
         df.to_csv(self.out / f"{name}.csv", index=False)
@@ -233,7 +252,7 @@ class Run:
         except ImportError:
             return
         glue(f"fig:{name}", Image(filename=str(path)), display=False)
-        if os.environ.get("GLAUBER_MLM_RUN_ID"):
+        if contract.run_id():
             plt.close(fig)
 
     @property
@@ -284,5 +303,5 @@ class Run:
     def finish(self) -> dict:
         """Write provenance.json (the page printed it already in its set-up cell; the execution page lists it too)."""
         info = self.provenance()
-        (self.out / "provenance.json").write_text(json.dumps(info, indent=2, default=str))
+        contract.write_provenance(self.out, info)
         return info

@@ -171,10 +171,10 @@ def interactive_heatmap(frame, x: str, y: str, z: str, hover: list[str], title: 
 
 def _shipped(fig):
     """The figure itself in an interactive session; in a book run, HTML that loads the book's own plotly.js."""
-    import os
-
     from IPython.display import HTML
 
-    if not os.environ.get("GLAUBER_MLM_RUN_ID"):
+    from .contract import run_id
+
+    if not run_id():
         return fig
     return HTML(fig.to_html(include_plotlyjs=False, full_html=False, config={"responsive": True, "displaylogo": False}))

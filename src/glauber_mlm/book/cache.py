@@ -1,16 +1,19 @@
 """The execution cache: re-execute a notebook only when something its results depend on has changed.
 
-The key of a run is the SHA-256 of seven inputs, each hashed on its own so that a stale page can say why:
+The key of a run is the SHA-256 of six inputs, each hashed on its own so that a stale page can say why:
 - `notebook`: the notebook's Jupytext source;
-- `parameters`: the parameters it is run with (profile and overrides, after `resolve_parameters`);
+- `parameters`: the parameters it is run with (profile and overrides, after `resolve_parameters`), the forward
+  dtype among them when it is given (`book --dtype`);
 - `library`: the source of `glauber_mlm` (every module but the `book` commands themselves);
 - `data`: `data/MANIFEST.json`, which holds the checksums of the embedded data and the embedded model;
 - `models`: for each model the run loads (a parameter given, else its profile's), the sha256 of its folder's config,
   tokenizer and weights: an embedded model (by name, or None for the default) as any local folder, so a damaged or
   retrained embedded model re-executes its pages; a hub name counts as itself;
-- `upstream`: the run ids of the published notebooks whose tables it reads (`UPSTREAM`), so that a page
-  re-executes when the run it read from was replaced;
-- `forward_dtype`: the chains' forward dtype on this machine (bf16 where native, else fp32; `book --dtype`).
+- `upstream`: the run ids of the published notebooks whose tables it reads (`contract.READS`), so that a page
+  re-executes when the run it read from was replaced.
+The machine is not an input: a page built elsewhere, in the dtype that machine ran natively (bf16 where native,
+else fp32), is reused here; the book says which machine and dtype produced it (`command`), and `--dtype` or
+`--force` re-executes it here.
 `run_notebook` stamps the key into the executed notebook; `glauber-mlm book` reuses a published page whose
 stamp equals the key it would run with, and re-executes the others (all of them with `--force`).
 """
@@ -20,13 +23,12 @@ import hashlib
 import json
 from pathlib import Path
 
+from ..contract import read_provenance, upstream
 from .parameters import MODEL_KEYS, REPO, _default_profile, declared_profiles
 from .publish import problems
 
 LIBRARY = REPO / "src" / "glauber_mlm"
 MANIFEST = REPO / "data" / "MANIFEST.json"
-# notebook -> the notebooks whose published tables it reads (`Run.upstream_table`): they must run before it
-UPSTREAM = {"05_influence_and_margin": ("02_high_temperature_mixing",)}
 
 
 def _sha(data: bytes) -> str:
@@ -71,12 +73,11 @@ def models_digest(src: Path, params: dict) -> str:
 
 
 def upstream_digest(name: str, results: Path) -> str:
-    """Hash of the run ids of the notebooks `name` reads from (`UPSTREAM`), as published in `results`."""
+    """Hash of the run ids of the notebooks `name` reads from (`contract.READS`), as published in `results`."""
     ids = []
-    for up in UPSTREAM.get(name, ()):
-        prov = Path(results) / up / "provenance.json"
+    for up in upstream(name):
         try:
-            ids.append(json.loads(prov.read_text()).get("run_id", "none"))
+            ids.append(read_provenance(Path(results) / up).get("run_id", "none"))
         except (OSError, ValueError):
             ids.append("none")
     return _sha(json.dumps(ids).encode())
@@ -92,19 +93,7 @@ def inputs(src: Path, params: dict, results: Path) -> dict[str, str]:
         "data": _sha(MANIFEST.read_bytes()) if MANIFEST.is_file() else "none",
         "models": models_digest(src, params),
         "upstream": upstream_digest(Path(src).stem, results),
-        "forward_dtype": _sha(forward_dtype(params).encode()),
     }
-
-
-def forward_dtype(params: dict) -> str:
-    """The chains' forward dtype this run will use (`hf.default_dtype` on its device): bf16 and fp32 runs give
-    different numbers, so a page built in one is stale in the other."""
-    import torch
-
-    from ..hf import default_device, default_dtype
-
-    device = torch.device(params["device"]) if params.get("device") else default_device()
-    return str(default_dtype(device)).removeprefix("torch.")
 
 
 def key(parts: dict[str, str]) -> str:

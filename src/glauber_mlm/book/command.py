@@ -1,7 +1,8 @@
 """`glauber-mlm run` and `glauber-mlm book`: the command line over `execute` and `site`.
 
 Every notebook's parameters are checked before any kernel starts; `book` re-executes only the notebooks
-whose inputs changed (see `cache`; `--force` re-executes all); each executes in `<root>/_build/staging/NAME/`
+whose inputs changed (see `cache`; `--force` re-executes all, `--dtype` those built without that dtype) and says
+where and in which dtype each reused page was built (see `reuse`); each executes in `<root>/_build/staging/NAME/`
 and is published only when it finished (see `publish`). `book --workers N` or `--scheduler ADDRESS` executes
 them as Dask tasks (see `fanout`) instead of one after the other; the rest of `book` is the same.
 """
@@ -9,15 +10,14 @@ from __future__ import annotations
 
 import argparse
 import functools
-import os
 import signal
 import sys
 import time
 from pathlib import Path
 
-from ..hf import FORWARD_DTYPE_ENV, FORWARD_DTYPES
+from ..contract import FORWARD_DTYPES
 from .errors import BookError
-from . import cache, fanout, lock
+from . import cache, fanout, lock, reuse
 from .execute import prepare_parameters, run_notebook
 from .parameters import NOTEBOOKS, REPO, known_notebooks, notebook_source, parse_value
 from .site import build_book, prepare_root, write_execution_page
@@ -60,8 +60,9 @@ def _parser(command: str) -> argparse.ArgumentParser:
                    help="a dry run: every notebook's budgets (steps, pairs, chains, contexts …, its BUDGETS) times S, "
                         "0 < S ≤ 1, rounded up; all else as in the profile; its pages say 'dry run at scale S' [1]")
     p.add_argument("--dtype", choices=FORWARD_DTYPES,
-                   help="the chains' forward dtype in every notebook [bf16 where the device runs it natively, else fp32]; "
-                        "float32 on a machine with native bf16 rebuilds an fp32 book")
+                   help="the chains' forward dtype in every notebook, a parameter like --scale (pages built without it "
+                        "re-execute) [bf16 where the device runs it natively, else fp32]; float32 on a machine with "
+                        "native bf16 rebuilds an fp32 book")
     p.add_argument("--root", type=Path, help="where book/notebooks and _build go [the repository]")
     p.add_argument("--notebooks", type=Path, default=None, help=f"where the notebooks' .py files are [{NOTEBOOKS}]")
     p.add_argument("--wait", action="store_true",
@@ -90,6 +91,8 @@ def _common_parameters(args) -> dict:
         params["model"] = args.model
     if args.scale is not None:  # a papermill parameter like the others, so the cache key includes it
         params["scale"] = args.scale
+    if args.dtype is not None:  # likewise
+        params["dtype"] = args.dtype
     return params
 
 
@@ -120,10 +123,11 @@ def _why_execute(args, root: Path, nb_dir: Path, name: str, params: dict) -> str
     return cache.stale_reason(notebook_source(name, nb_dir), params, _published(root, name))
 
 
-def _announce(args, label: str, name: str, why: str | None) -> None:
-    """'[k/n] NAME: reused ...' or '[k/n] NAME (profile ...; executing: WHY)'."""
+def _announce(args, root: Path, label: str, name: str, why: str | None) -> None:
+    """'[k/n] NAME: reused ..., built in DTYPE on MACHINE' or '[k/n] NAME (profile ...; executing: WHY)'."""
     if why is None:
-        print(f"{label} {name}: reused (its inputs are unchanged; --force re-executes it)", flush=True)
+        print(f"{label} {name}: {reuse.reused_line(_published(root, name), args.dtype or reuse.machine_dtype())}",
+              flush=True)
     else:
         scale = f", dry run at scale {args.scale:g}" if args.scale is not None and args.scale < 1 else ""
         print(f"{label} {name} (profile {args.profile}{scale}{', model ' + args.model if args.model else ''}; "
@@ -138,7 +142,7 @@ def _serial(args, root: Path, nb_dir: Path, names: list[str], params: dict) -> t
     for k, name in enumerate(names, 1):
         out_nb = _published(root, name)
         why = _why_execute(args, root, nb_dir, name, params[name])
-        _announce(args, f"[{k}/{len(names)}]", name, why)
+        _announce(args, root, f"[{k}/{len(names)}]", name, why)
         if why is None:
             continue
         t0 = time.time()
@@ -170,7 +174,7 @@ def _fan_out(args, root: Path, nb_dir: Path, names: list[str], params: dict) -> 
     todo = []
     for k, name in enumerate(names, 1):
         why = _why_execute(args, root, nb_dir, name, params[name])
-        _announce(args, f"[{k}/{len(names)}]", name, why)
+        _announce(args, root, f"[{k}/{len(names)}]", name, why)
         if why is not None:
             todo.append(name)
     executed: set[str] = set()
@@ -216,6 +220,10 @@ def _build(args, root: Path, fans_out: bool) -> int:
         # every notebook's parameters are checked before the first kernel (or Dask task) starts
         params = {name: prepare_parameters(notebook_source(name, nb_dir), common) for name in names}
         executed, failures = (_fan_out if fans_out else _serial)(args, root, nb_dir, names, params)
+        reused = [name for name in names if name not in executed and name not in failures]
+        if reused:
+            print(reuse.advice(reused, root, args.dtype or reuse.machine_dtype(), args.profile, args.model,
+                               args.scale or 1.0, nb_dir), flush=True)
     page = write_execution_page(root, executed)
     print(f"wrote {page}")
     try:
@@ -273,9 +281,6 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     command = argv[0]
     args = (_verify_parser() if command == "verify" else _parser(command)).parse_args(argv[1:])
-    forced, before = getattr(args, "dtype", None), os.environ.get(FORWARD_DTYPE_ENV)
-    if forced:  # the kernels inherit it; the cache keys on it (`cache.inputs`)
-        os.environ[FORWARD_DTYPE_ENV] = forced
     on_sigterm = signal.signal(signal.SIGTERM, _terminate)
     try:
         return COMMANDS[command](args)
@@ -287,10 +292,6 @@ def main(argv: list[str] | None = None) -> int:
         return 128 + (signal.SIGTERM if isinstance(stop, Terminated) else signal.SIGINT)
     finally:
         signal.signal(signal.SIGTERM, on_sigterm)
-        if forced and before is None:
-            os.environ.pop(FORWARD_DTYPE_ENV, None)
-        elif forced:
-            os.environ[FORWARD_DTYPE_ENV] = before
 
 
 if __name__ == "__main__":

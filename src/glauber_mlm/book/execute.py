@@ -19,6 +19,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from .. import contract
 from . import cache, lock, page
 from . import publish as pub
 from .errors import BookError, NotebookFailed
@@ -51,13 +52,13 @@ def _kernel_environment(run_id: str, results: Path, checkpoints: Path | None):
     - the run id (written to provenance.json), the published results folder (where a notebook reads
       another notebook's tables) and the checkpoint folder (`Run.checkpoint`; none without staging) are passed on.
     """
-    saved = {k: os.environ.get(k) for k in ("PYTHONWARNINGS", "HF_HUB_DISABLE_PROGRESS_BARS", pub.RUN_ID, pub.RESULTS,
-                                            pub.CHECKPOINTS)}
-    os.environ[pub.RUN_ID], os.environ[pub.RESULTS] = run_id, str(results)
+    saved = {k: os.environ.get(k) for k in ("PYTHONWARNINGS", "HF_HUB_DISABLE_PROGRESS_BARS", contract.RUN_ID,
+                                            contract.RESULTS, contract.CHECKPOINTS)}
+    os.environ[contract.RUN_ID], os.environ[contract.RESULTS] = run_id, str(results)
     if checkpoints is None:
-        os.environ.pop(pub.CHECKPOINTS, None)
+        os.environ.pop(contract.CHECKPOINTS, None)
     else:
-        os.environ[pub.CHECKPOINTS] = str(checkpoints)
+        os.environ[contract.CHECKPOINTS] = str(checkpoints)
     os.environ["PYTHONWARNINGS"] = ",".join(filter(None, [saved["PYTHONWARNINGS"], "ignore:IProgress not found"]))
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     try:

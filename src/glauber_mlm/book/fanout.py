@@ -17,13 +17,13 @@ from collections.abc import Callable, Iterator
 from graphlib import TopologicalSorter
 from pathlib import Path
 
-from .cache import UPSTREAM
+from ..contract import READS, upstream
 from .errors import BookError
 from .execute import run_notebook
 
-# a notebook -> the notebooks whose *published* tables it reads (`cache.UPSTREAM`, also a cache input): when
+# a notebook -> the notebooks whose *published* tables it reads (`contract.READS`, also a cache input): when
 # both execute in one build, the reader must start after its upstream published, or it would read the previous run
-DEPENDS_ON: dict[str, tuple[str, ...]] = UPSTREAM
+DEPENDS_ON: dict[str, tuple[str, ...]] = {name: upstream(name) for name in READS}
 
 CONNECT_TIMEOUT_S = 30
 WORKERS_TIMEOUT_S = 120

@@ -22,12 +22,13 @@ from pathlib import Path
 
 import yaml
 
+from ..contract import check_dtype_name
 from .errors import BookError
 
 REPO = Path(__file__).resolve().parents[3]
 NOTEBOOKS = REPO / "notebooks"
 MODEL_KEYS = ("model", "models", "embedder")
-UNCHECKED = {"profile", "output_dir", "device", "scale", *MODEL_KEYS}
+UNCHECKED = {"profile", "output_dir", "device", "scale", "dtype", *MODEL_KEYS}
 
 
 def known_notebooks(notebooks_dir: Path = NOTEBOOKS) -> list[str]:
@@ -186,7 +187,7 @@ def resolve_parameters(src: Path, parameters: dict) -> dict:
 
     `model` becomes `models=[model]` for a notebook that declares `models` instead. Raises BookError naming
     the parameter and the fix: an undeclared name, an unknown profile, a value of the wrong type or sign,
-    a model folder that does not exist.
+    a forward dtype other than float32 and bfloat16, a model folder that does not exist.
     """
     name = Path(src).stem
     declared = declared_parameters(src)
@@ -211,6 +212,10 @@ def resolve_parameters(src: Path, parameters: dict) -> dict:
             if default is None:
                 continue
             check_value(key, value, default, [p[key] for p in profiles.values() if p.get(key) is not None])
+    try:
+        check_dtype_name(params.get("dtype"))
+    except ValueError as err:
+        raise BookError(f"{name}: {err}") from None
     for key in MODEL_KEYS:
         if key in params:
             check_model_reference(key, params[key])

@@ -41,6 +41,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..contract import upstream
 from ..roofline import Shape, forward_flops, shape_from_config
 from .errors import BookError
 from .execute import prepare_parameters
@@ -62,7 +63,6 @@ CALIBRATION_REPS = 3  # timings per measurement, after a warm-up; the median is 
 CALIBRATION_STEPS = 4  # Glauber steps per timing
 EMBED_BATCH = 64  # semantic.embed's batch size
 CHUNK = 256  # rows per call of rectangle_test, influence_matrix and the margins (their `chunk`)
-PHASE_FROM_02 = "only if 02's phase diagram (same model and profile) is not published"
 
 
 @dataclass(frozen=True)
@@ -79,6 +79,7 @@ class Work:
     kind: str = "mlm"  # mlm | embedder (sentences; encoder only) | exact (an exact model: rows, no FLOPs)
     upper: bool = False  # rows is an upper bound (work leaves the batch, or repeats are evaluated once)
     note: str = ""
+    instead_of: str = ""  # the upstream notebook (`contract.READS`) whose published table, on this model, replaces it
 
 
 @dataclass(frozen=True)
@@ -265,13 +266,15 @@ def count_05(p: dict) -> list[Work]:
     chain_passages × seeds); `gm.local_margins` on every record (records · chains · L fp32); and
     `conditions.token_margins` on ≤ dwell_states dwells per chain temperature (· L fp32)."""
     m, L, c, r = p["model"], p["chain_length"], p["contexts"], p["replacements"]
+    (mixing,) = upstream("05_influence_and_margin")  # its phase diagram replaces the small one
     B = len(p["chain_temperatures"]) * p["chain_passages"] * p["seeds"]
     P = len(p["phase_temperatures"]) * p["pairs"]
     records = (p["steps"] // p["record_every"] + 1) * B * L
     dwells = len(p["chain_temperatures"]) * p["dwell_states"] * L
     return ([Work("influence matrix", m, n, c * n * (1 + r * n), c * (1 + n), "float32") for n in sorted(p["lengths"])]
             + [Work("small phase diagram: coupled pairs", m, n, 2 * P * p["budget"], p["budget"], upper=True,
-                    note=PHASE_FROM_02) for n in sorted(p["phase_lengths"])]
+                    note=f"only if {mixing}'s phase diagram (same model and profile) is not published",
+                    instead_of=mixing) for n in sorted(p["phase_lengths"])]
             + [Work("margin chains", m, L, B * p["steps"], p["steps"]),
                Work("local margins on the records", m, L, records, math.ceil(records / CHUNK), "float32"),
                Work("token margins of dwelt states", m, L, dwells, math.ceil(dwells / CHUNK), "float32", upper=True)])
@@ -333,8 +336,9 @@ def plan(names: list[str], profile: str, model: str | None = None, overrides: di
          notebooks_dir: Path = NOTEBOOKS, scale: float = 1.0) -> dict[str, list[Work]]:
     """Work per notebook for a run of `names` with this profile, model, scale and -p overrides.
 
-    An override no named notebook declares is refused; 05's small phase diagram is dropped when 02 runs in the
-    same plan on the same model (05 then reads 02's table)."""
+    An override no named notebook declares is refused; a part that an upstream notebook's table replaces
+    (`Work.instead_of`: 05's small phase diagram) is dropped when that notebook runs in the same plan on the same
+    model (the reader then reads its table)."""
     overrides = overrides or {}
     declared = {name: declared_parameters(notebook_source(name, notebooks_dir)) for name in names}
     unused = sorted(k for k in overrides if not any(k in d for d in declared.values()))
@@ -348,10 +352,11 @@ def plan(names: list[str], profile: str, model: str | None = None, overrides: di
                              "glauber_mlm/book/plan.py (COUNTERS).")
         params[name] = resolved_parameters(name, profile, model, overrides, notebooks_dir, scale)
         works[name] = COUNTERS[name](params[name])
-    mixing, margins = "02_high_temperature_mixing", "05_influence_and_margin"
-    if mixing in works and margins in works and params[margins]["model"] in params[mixing]["models"]:
-        works[margins] = [w for w in works[margins] if w.note != PHASE_FROM_02]
-    return works
+    def replaced(name: str, work: Work) -> bool:
+        up = params.get(work.instead_of)
+        return up is not None and params[name].get("model") in up.get("models", [up.get("model")])
+
+    return {name: [w for w in ws if not replaced(name, w)] for name, ws in works.items()}
 
 
 # ---- rates --------------------------------------------------------------------------------------------------------
@@ -423,7 +428,7 @@ def _si(x: float) -> str:
     return f"{x:.3g} FLOP"
 
 
-def _duration(s: float | None) -> str:
+def duration(s: float | None) -> str:
     """Seconds as s, min, h or days; '–' for None."""
     if s is None:
         return "–"
@@ -450,7 +455,7 @@ def notebook_table(works: list[Work], rates: Rates | None) -> str:
         flops = "–" if w.kind == "exact" else _si(work_flops(w))
         line = [w.part + (f" ({w.note})" if w.note else ""), _model_name(w.model, w.kind) if w.kind != "exact" else
                 f"{w.model} (exact)", str(w.n), _rows(w), f"{w.calls:,}", "–" if w.kind == "exact" else w.dtype, flops]
-        lines.append(line + ([_duration(seconds(w, rates))] if rates else []))
+        lines.append(line + ([duration(seconds(w, rates))] if rates else []))
     return _table(header, lines)
 
 
@@ -470,11 +475,11 @@ def summary_table(works: dict[str, list[Work]], rates: Rates | None) -> tuple[st
         if rates:
             s = sum(seconds(w, rates) or 0.0 for w in ws)
             total_s += s
-            line.append(_duration(s))
+            line.append(duration(s))
         lines.append(line)
     every = [w for ws in works.values() for w in ws]
     lines.append(["**total**", count(every, "mlm"), "", count(every, "embedder"), count(every, "exact"),
-                  _si(sum(work_flops(w) for w in every))] + ([_duration(total_s)] if rates else []))
+                  _si(sum(work_flops(w) for w in every))] + ([duration(total_s)] if rates else []))
     return _table(header, lines), (total_s if rates else None)
 
 
@@ -492,7 +497,7 @@ def render(works: dict[str, list[Work]], profile: str, rates: Rates | None, targ
     out += ["", "## Summary", "", table]
     if total is not None:
         verdict = "fits" if total <= 3600 * target_hours else f"does not fit ({total / 3600 / target_hours:.3g}× the target)"
-        out += ["", f"target: {target_hours:g} h; estimated {_duration(total)}: {verdict}."]
+        out += ["", f"target: {target_hours:g} h; estimated {duration(total)}: {verdict}."]
     return "\n".join(out)
 
 

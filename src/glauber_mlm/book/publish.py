@@ -26,12 +26,9 @@ import shutil
 import uuid
 from pathlib import Path
 
+from ..contract import PROVENANCE, REQUIRED, read_provenance
 from .errors import BookError
 
-RUN_ID = "GLAUBER_MLM_RUN_ID"        # the kernel's run id; `Run.provenance` writes it to provenance.json
-RESULTS = "GLAUBER_MLM_RESULTS"      # the published results folder, where `Run.upstream_table` reads other notebooks
-CHECKPOINTS = "GLAUBER_MLM_CHECKPOINTS"  # where a run's long calls save their progress (`Run.checkpoint`)
-REQUIRED = ("notebook", "profile", "parameters", "device", "commit", "versions", "run_id")
 # free space a run needs beyond a second copy of its published page: a margin for the staged attempt (tables and
 # figures) and the checkpoints written while it runs; a disk that fills up anyway fails the publish, which is undone
 MIN_FREE_BYTES = 256 * 2**20
@@ -69,7 +66,7 @@ def _same_run(notebook: Path, results: Path) -> bool:
     """Whether `notebook` and `results` are one complete run's pair (both readable, one run id)."""
     try:
         stamped = notebook_run_id(notebook)
-        prov = json.loads((results / "provenance.json").read_text())
+        prov = read_provenance(results)
     except (OSError, ValueError):
         return False
     return stamped is not None and stamped == prov.get("run_id")
@@ -168,7 +165,7 @@ def notebook_run_id(notebook: Path) -> str | None:
 def problems(notebook: Path) -> list[str]:
     """Why the executed `notebook` (with its results folder beside it) is not a complete, consistent run; [] if it is."""
     notebook = Path(notebook)
-    prov_path = notebook.with_suffix("") / "provenance.json"
+    prov_path = notebook.with_suffix("") / PROVENANCE
     try:
         nb = json.loads(notebook.read_text())
     except (OSError, ValueError) as err:
@@ -179,7 +176,7 @@ def problems(notebook: Path) -> list[str]:
     if not prov_path.is_file():
         return found + [f"{prov_path.parent.name}/provenance.json is missing (the run never reached run.finish())"]
     try:
-        prov = json.loads(prov_path.read_text())
+        prov = read_provenance(prov_path.parent)
     except ValueError:
         return found + [f"{prov_path.parent.name}/provenance.json is not valid JSON"]
     missing = [k for k in REQUIRED if k not in prov]

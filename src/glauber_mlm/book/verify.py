@@ -8,22 +8,25 @@ differ, and verify says so when the forward dtypes differ). The published book i
 """
 from __future__ import annotations
 
-import json
 import tempfile
 from pathlib import Path
 
 import numpy as np
 
+from ..contract import PROVENANCE, read_provenance
 from .errors import BookError
 from .execute import run_notebook
 from .parameters import known_notebooks
 
 
 def recorded_parameters(provenance: dict) -> dict:
-    """The explicit parameters that reproduce a run: its profile and every resolved value that is not None."""
+    """The explicit parameters that reproduce a run: its profile, every resolved value that is not None, and the
+    forward dtype when the run was given one (`dtype`; else this machine's default runs, as it did there)."""
     params = {k: v for k, v in provenance.get("parameters", {}).items() if v is not None}
     scale = provenance.get("scale", 1.0)  # the values are already scaled; the scale keeps the page a dry run's
-    return {"profile": provenance["profile"], **({"scale": scale} if scale != 1 else {}), **params}
+    dtype = provenance.get("dtype")
+    return {"profile": provenance["profile"], **({"scale": scale} if scale != 1 else {}),
+            **({"dtype": dtype} if dtype is not None else {}), **params}
 
 
 def compare_tables(published: Path, fresh: Path, rtol: float = 0.0, atol: float = 0.0) -> str | None:
@@ -54,21 +57,21 @@ def verify(root: Path, notebooks_dir: Path, names: list[str] | None = None, scra
            rtol: float = 0.0, atol: float = 0.0) -> list[str]:
     """Re-execute `names` (default: every published notebook) into `scratch` and compare tables; return the differences."""
     published = Path(root) / "book" / "notebooks"
-    names = names or [n for n in known_notebooks(notebooks_dir) if (published / n / "provenance.json").is_file()]
+    names = names or [n for n in known_notebooks(notebooks_dir) if (published / n / PROVENANCE).is_file()]
     if not names:
         raise BookError(f"nothing to verify: no published notebook with a provenance.json in {published}.")
     scratch = Path(scratch or tempfile.mkdtemp(prefix="glauber-mlm-verify-"))
     differences = []
     for name in names:
-        prov_path = published / name / "provenance.json"
+        prov_path = published / name / PROVENANCE
         if not prov_path.is_file():
             raise BookError(f"{name} has no published provenance.json in {published}: execute it first.")
-        prov = json.loads(prov_path.read_text())
+        prov = read_provenance(published / name)
         out_nb = scratch / f"{name}.ipynb"
         print(f"{name}: re-executing (profile {prov['profile']}) into {scratch}", flush=True)
         run_notebook(name, out_nb, out_nb.with_suffix(""), recorded_parameters(prov), notebooks_dir=notebooks_dir,
                      staging=scratch / "_staging", progress=False)
-        fresh_prov = json.loads((scratch / name / "provenance.json").read_text())
+        fresh_prov = read_provenance(scratch / name)
         if fresh_prov.get("forward_dtype") != prov.get("forward_dtype"):
             print(f"  note: the published run's chains ran in {prov.get('forward_dtype')}, these in "
                   f"{fresh_prov.get('forward_dtype')}: expect differences beyond rounding", flush=True)

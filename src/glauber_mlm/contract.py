@@ -1,0 +1,90 @@
+"""The contract between the runner (`glauber-mlm run/book`, `glauber_mlm.book`) and the notebooks it executes.
+
+Everything both sides must agree on lives here, and only here:
+
+- the environment the runner gives a notebook's kernel (`RUN_ID`, `RESULTS`, `CHECKPOINTS`), read through
+  `run_id`, `results_folder` and `checkpoints_folder`;
+- the forward dtypes a notebook's `dtype` parameter accepts (`FORWARD_DTYPES`; None: the device's default,
+  `hf.forward_dtype`). The dtype is an ordinary notebook parameter: `book --dtype` passes it like `--scale`;
+- the provenance a finished run writes beside its tables (`PROVENANCE`, its keys `REQUIRED`, `write_provenance`)
+  and the runner checks before it publishes or reuses a page (`read_provenance`, `publish.problems`);
+- which notebook reads which published tables (`READS`): the reader must run after its upstream, and re-executes
+  when the upstream's run changes (`upstream`).
+"""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+RUN_ID = "GLAUBER_MLM_RUN_ID"            # the run id the runner stamps on the executed page; written to provenance.json
+RESULTS = "GLAUBER_MLM_RESULTS"          # the published results folder, where a notebook reads another's tables
+CHECKPOINTS = "GLAUBER_MLM_CHECKPOINTS"  # where a run's long calls save their progress (`Run.checkpoint`)
+
+FORWARD_DTYPES = ("float32", "bfloat16")  # the `dtype` parameter's values; None: bf16 where native, else fp32
+
+PROVENANCE = "provenance.json"
+# the keys every provenance.json holds: `forward_dtype` is the dtype of the models as loaded (after any fallback),
+# `machine` where the chains ran. `Run` also records `dtype`, the one asked for (None: the device's default), and
+# `python`; pages published before `dtype` was a parameter lack it, so it is read with a default (None)
+REQUIRED = ("notebook", "profile", "scale", "parameters", "forward_dtype", "device", "machine", "commit", "versions",
+            "run_id", "wall_time_s")
+
+# reader -> {upstream notebook: the tables it reads (`Run.upstream_table`)}
+READS: dict[str, dict[str, tuple[str, ...]]] = {
+    "05_influence_and_margin": {"02_high_temperature_mixing": ("phase_diagram", "scaling_fit")},
+}
+
+
+def upstream(name: str) -> tuple[str, ...]:
+    """The notebooks whose published tables `name` reads (`READS`), in order."""
+    return tuple(READS.get(name, {}))
+
+
+def check_read(reader: str, notebook: str, table: str) -> None:
+    """Refuse a read of `notebook`'s `table` by `reader` that `READS` does not declare: undeclared, the runner would
+    neither order the two runs nor re-execute the reader when the upstream changes."""
+    if table not in READS.get(reader, {}).get(notebook, ()):
+        raise ValueError(f"{reader} reads {notebook}'s table {table!r}, which glauber_mlm.contract.READS does not "
+                         f"declare: add it there, so that the runner executes {notebook} first and re-executes "
+                         f"{reader} when {notebook}'s run changes.")
+
+
+def check_dtype_name(dtype) -> str | None:
+    """A notebook's `dtype` parameter: None (the device's default) or one of `FORWARD_DTYPES`."""
+    if dtype is not None and dtype not in FORWARD_DTYPES:
+        raise ValueError(f"dtype must be one of {', '.join(map(repr, FORWARD_DTYPES))}, or None for the device's "
+                         f"default (bfloat16 where it runs natively, else float32); got {dtype!r}.")
+    return dtype
+
+
+def run_id() -> str | None:
+    """The run id the runner passed to this kernel; None when the notebook runs interactively."""
+    return os.environ.get(RUN_ID) or None
+
+
+def results_folder() -> Path | None:
+    """The published results folder the runner passed (where other notebooks' tables are); None interactively."""
+    folder = os.environ.get(RESULTS)
+    return Path(folder) if folder else None
+
+
+def checkpoints_folder() -> Path | None:
+    """Where the runner keeps this run's checkpoints; None interactively (no checkpoint)."""
+    folder = os.environ.get(CHECKPOINTS)
+    return Path(folder) if folder else None
+
+
+def write_provenance(folder: Path, info: dict) -> Path:
+    """Write `info` as `folder/provenance.json`; refused (ValueError) when it lacks a key of `REQUIRED`."""
+    missing = [k for k in REQUIRED if k not in info]
+    if missing:
+        raise ValueError(f"provenance lacks {', '.join(missing)}: every run records {', '.join(REQUIRED)}.")
+    path = Path(folder) / PROVENANCE
+    path.write_text(json.dumps(info, indent=2, default=str))
+    return path
+
+
+def read_provenance(folder: Path) -> dict:
+    """`folder/provenance.json` as a dict; OSError when it is missing, ValueError when it is not valid JSON."""
+    return json.loads((Path(folder) / PROVENANCE).read_text())
