@@ -211,7 +211,8 @@ def test_a_page_built_in_bf16_elsewhere_is_reused_on_an_fp32_machine_and_says_wh
     assert executed == []
     assert (f"95_e: reused (its inputs are unchanged), built in bfloat16 on {XEON} at commit 563ab84; this machine "
             "runs float32, which gives other numbers") in out
-    assert "1 page(s) reused as published" in out and "1 of them were built in another dtype than this machine's float32" in out
+    assert ("1 page(s) reused as published (their code, parameters, data and models are unchanged); 1 of them were "
+            "built in another dtype than this machine's float32; their notebooks took 1 s where they were built:") in out
     assert "make verify" in out and "make book FORCE=1" in out and "no time estimate: the plan counts none" in out
     # asked for by dtype, a page built without one re-executes; FORCE=1 re-executes it too
     assert cli_main(args + ["--dtype", "float32"]) == 0
@@ -237,4 +238,5 @@ def test_the_advice_gives_the_plans_time_for_the_reused_pages_on_this_machine(mo
     works = plan.plan(names[:1], "cpu", notebooks_dir=book.NOTEBOOKS)
     expected = plan.duration(sum(plan.seconds(w, rates) or 0.0 for w in works["06_has_my_chain_mixed"]))
     assert reuse.estimate(names, "cpu", None, 1.0, book.NOTEBOOKS) == (
-        f"about {expected} on this machine for 1 page(s) (glauber-mlm plan --calibrate); not counted: 99_not_counted")
+        f"the plan's time: at most about {expected} on this machine for 1 page(s) (an upper bound: coupled pairs are "
+        "counted for their whole budget; glauber-mlm plan --calibrate); not counted: 99_not_counted")

@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..contract import read_provenance
+from . import plan
 
 
 def machine_dtype(device: str | None = None) -> str:
@@ -24,12 +25,13 @@ def machine_dtype(device: str | None = None) -> str:
 
 
 def built_by(published: Path) -> dict[str, str]:
-    """The machine, forward dtype and commit that produced the published notebook `published` (its provenance)."""
+    """The machine, forward dtype, commit and notebook time (seconds) that produced the published notebook
+    `published`, from its provenance ('unknown' where it does not say)."""
     try:
         prov = read_provenance(Path(published).with_suffix(""))
     except (OSError, ValueError):
         prov = {}
-    return {key: str(prov.get(key) or "unknown") for key in ("machine", "forward_dtype", "commit")}
+    return {key: str(prov.get(key) or "unknown") for key in ("machine", "forward_dtype", "commit", "wall_time_s")}
 
 
 def reused_line(published: Path, here: str) -> str:
@@ -43,11 +45,12 @@ def reused_line(published: Path, here: str) -> str:
 
 
 def estimate(names: list[str], profile: str, model: str | None, scale: float, notebooks_dir: Path) -> str:
-    """The plan's time for `names` on this machine ('about 1.6 h here (glauber-mlm plan --calibrate)'), calibrated
-    here (a few seconds); notebooks the plan has no counting rule for are left out, and an estimate that cannot be
-    made says why."""
-    from . import plan
+    """The plan's time for `names` on this machine ('at most about 1.6 h on this machine for 7 page(s) ...'),
+    calibrated here (a few seconds); an upper bound, as the plan counts coupled pairs for their whole budget.
+    Notebooks the plan has no counting rule for are left out, and an estimate that cannot be made says why."""
+    from transformers.utils import logging as transformers_logging
 
+    transformers_logging.disable_progress_bar()  # the calibration's model loading: not this build's progress
     counted = [name for name in names if name in plan.COUNTERS]
     if not counted:
         return "no time estimate: the plan counts none of these notebooks"
@@ -58,7 +61,8 @@ def estimate(names: list[str], profile: str, model: str | None, scale: float, no
         return f"no time estimate ({err})"
     seconds = sum(plan.seconds(work, rates) or 0.0 for works_of in works.values() for work in works_of)
     left_out = sorted(set(names) - set(counted))
-    return (f"about {plan.duration(seconds)} on this machine for {len(counted)} page(s) (glauber-mlm plan --calibrate"
+    return (f"the plan's time: at most about {plan.duration(seconds)} on this machine for {len(counted)} page(s) (an "
+            f"upper bound: coupled pairs are counted for their whole budget; glauber-mlm plan --calibrate"
             f"{' --profile ' + profile if profile != 'cpu' else ''})"
             + (f"; not counted: {', '.join(left_out)}" if left_out else ""))
 
@@ -68,10 +72,12 @@ def advice(reused: list[str], root: Path, here: str, profile: str, model: str | 
     """What a build that reused `reused` says at its end: how many were built elsewhere or in another dtype, and
     how to re-execute them here, with the plan's time."""
     published = Path(root) / "book" / "notebooks"
-    other = [name for name in reused if built_by(published / f"{name}.ipynb")["forward_dtype"] != here]
+    by = [built_by(published / f"{name}.ipynb") for name in reused]
+    other = sum(b["forward_dtype"] != here for b in by)
+    took = [float(b["wall_time_s"]) for b in by if b["wall_time_s"] != "unknown"]
     lines = [f"{len(reused)} page(s) reused as published (their code, parameters, data and models are unchanged)"
-             + (f"; {len(other)} of them were built in another dtype than this machine's {here}" if other else "")
-             + ":",
+             + (f"; {other} of them were built in another dtype than this machine's {here}" if other else "")
+             + (f"; their notebooks took {plan.duration(sum(took))} where they were built" if took else "") + ":",
              "  to re-execute them here and compare their tables with the published ones: make verify",
              "  to re-execute and publish them here: make book FORCE=1 (or glauber-mlm book --force; --dtype "
              "float32|bfloat16 sets the dtype)",
