@@ -399,26 +399,36 @@ def _fmt(row: dict) -> str:
 
 
 def plot(grid: pd.DataFrame, path: Path) -> None:
+    """Token-resamples per second against B, one panel per (model, length) at most two per row, in the book's style
+    (`glauber_mlm.plots`): the usual loop, the engine in fp32 and in bf16, one legend under the panels."""
     import matplotlib
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from matplotlib.ticker import FixedFormatter
 
-    models = list(grid.model.unique())
-    fig, axes = plt.subplots(1, len(models), figsize=(5.5 * len(models), 4), squeeze=False)
-    for ax, name in zip(axes[0], models):
-        sub = grid[grid.model == name]
-        for n, cell in sub.groupby("n"):
-            for col, style, label in (("usual_fp32_tok_per_s", ":", "usual loop fp32"),
-                                      ("engine_fp32_tok_per_s", "--", "engine fp32"),
-                                      ("engine_bf16_tok_per_s", "-", "engine bf16")):
-                if col in cell:
-                    ax.plot(cell.B, cell[col], style, marker="o", label=f"{label}, n={n}")
-        ax.set(xscale="log", yscale="log", xlabel="chains B", ylabel="token-resamples / s", title=name)
-        ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    from glauber_mlm.plots import DPI, panels, plain_log_ticks, use_book_style
+
+    use_book_style()
+    cells = [(name, n) for name in grid.model.unique() for n in sorted(grid[grid.model == name].n.unique())]
+    fig, axes = panels(len(cells), width=8.6, height=3.2, sharey=True)
+    variants = (("usual_fp32_tok_per_s", ":", "o", "usual loop, fp32 (head at every position)"),
+                ("engine_fp32_tok_per_s", "--", "s", "engine, fp32"),
+                ("engine_bf16_tok_per_s", "-", "D", "engine, bf16"))
+    for ax, (name, n) in zip(axes, cells):
+        cell = grid[(grid.model == name) & (grid.n == n)].sort_values("B")
+        for k, (col, style, marker, label) in enumerate(variants):
+            if col in cell:
+                ax.plot(cell.B, cell[col], style, marker=marker, color=f"C{k}", label=label)
+        ax.set(xscale="log", yscale="log", xlabel=r"chains per call $B$", title=rf"{name}, $n = {n}$ tokens")
+        ax.set_xticks(sorted(cell.B.unique()))
+        ax.xaxis.set_major_formatter(FixedFormatter([str(b) for b in sorted(cell.B.unique())]))  # kept by plain_log_ticks
+        ax.minorticks_off()
+    for ax in axes[::2]:
+        ax.set_ylabel("token-resamples / s")
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncol=len(handles) if len(handles) < 3 else 2, frameon=False)
+    plain_log_ticks(fig)
+    fig.savefig(path, dpi=DPI, bbox_inches="tight")
 
 
 _MEMORY_CHILD = """

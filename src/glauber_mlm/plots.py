@@ -18,6 +18,42 @@ def use_book_style() -> None:
                   rc={"figure.dpi": 100, "savefig.dpi": DPI, "legend.framealpha": 0.85, "axes.titlesize": "medium"})
 
 
+MAX_WIDTH = 9.0  # inches at DPI: the widest a saved figure may be, so that its text reads at the page's column width
+MAX_PER_ROW = 2  # panels side by side; more go to further rows
+
+
+def panels(n: int, width: float = MAX_WIDTH, height: float = 3.4, per_row: int = MAX_PER_ROW, **subplots_kw):
+    """The book's figure of `n` panels: at most two per row (the rest on further rows), `width` ≤ MAX_WIDTH inches,
+    `height` inches per row, constrained layout (so that legends and colour bars outside the axes are given room).
+
+    Returns (fig, axes) with `axes` a flat list of the n panels (an odd last row's empty slot removed).
+    `subplots_kw` goes to `plt.subplots` (sharex, sharey, gridspec_kw …). A wider figure is refused: it would be
+    shrunk to the column and its labels with it."""
+    import matplotlib.pyplot as plt
+
+    if width > MAX_WIDTH:
+        raise ValueError(f"a figure {width:g} inches wide would be shrunk to the page's column: at most {MAX_WIDTH:g}.")
+    per_row = max(1, min(per_row, MAX_PER_ROW, n))
+    rows = -(-n // per_row)
+    fig, grid = plt.subplots(rows, per_row, figsize=(width, height * rows), squeeze=False, layout="constrained",
+                             **subplots_kw)
+    flat = list(grid.ravel())
+    for ax in flat[n:]:
+        ax.remove()
+    return fig, flat[:n]
+
+
+def legend_outside(ax, where: str = "right", **kwargs):
+    """A legend beside the panel (`where="right"`) or under it (`"below"`, in columns), never on the data."""
+    if where == "right":
+        kwargs = dict(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0) | kwargs
+    elif where == "below":
+        kwargs = dict(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2) | kwargs
+    else:
+        raise ValueError(f"where must be 'right' or 'below', got {where!r}.")
+    return ax.legend(frameon=False, **kwargs)
+
+
 class _PlainLogFormatter(LogFormatter):
     """Log-axis labels as plain numbers (0.5, 10, 2000) rather than 5×10⁻¹; minor labels only on short ranges."""
 
