@@ -1,0 +1,133 @@
+"""Replica exchange against exact laws on a two-well Ising chain: the cold replica finds both wells, plain MH
+with the same forward rows does not; swap rates equal their exact stationary values; round trips are counted."""
+import numpy as np
+import pytest
+import torch
+
+from glauber_mlm import exact, metropolis
+from glauber_mlm import tempering as tempering_module
+from glauber_mlm.calibration import chain_counts
+from glauber_mlm.stats import tv_null_test
+from glauber_mlm.tempering import ladder, replica_exchange, swap_log_ratio, track_round_trips
+
+N, Q, J = 5, 2, 8.0  # wells all-0 and all-1, each ≈ 1/2; leaving one costs a wall of weight e^{-8}
+ENSEMBLES, RUNGS, ROUNDS, STEPS = 48, 6, 300, 5
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    """Tiny batches: torch's thread pool costs more than it saves on a shared machine."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="module")
+def two_wells():
+    return exact.potts_chain(N, Q, coupling=J)
+
+
+@pytest.fixture(scope="module")
+def tempered(two_wells):
+    start = torch.zeros(ENSEMBLES, N, dtype=torch.int64)  # every chain in the all-0 well
+    return replica_exchange(two_wells, start, ladder(1.0, 8.0, RUNGS), ROUNDS, STEPS, seed=0, energy="joint")
+
+
+def test_cold_replica_has_the_exact_law_where_plain_mh_does_not(two_wells, tempered):
+    law = two_wells.joint(1.0)[1].numpy()
+    burn = ROUNDS * STEPS // 2
+    cold = tv_null_test(chain_counts(tempered.cold[burn:], Q), law)
+    assert cold["p_value"] > 0.01 and cold["tv"] < cold["null_high"], cold
+    # plain MH at τ = 1 with the same forward rows: the same chains, RUNGS times as many steps, from the same start
+    start = torch.zeros(ENSEMBLES, N, dtype=torch.int64)
+    plain = metropolis(two_wells, start, RUNGS * ROUNDS * STEPS, 1.0, seed=0, energy="joint", record_every=5)
+    assert plain.forward_rows == tempered.forward_rows
+    stuck = tv_null_test(chain_counts(plain.states[plain.states.shape[0] // 2:], Q), law)
+    assert stuck["p_value"] < 0.001 and stuck["tv"] > 0.2, stuck
+    # the tempered cold chains each visit both wells; most plain chains never leave the first
+    both = lambda records: ((records.sum(-1) == 0).any(0) & (records.sum(-1) == N).any(0)).float().mean()  # noqa: E731
+    assert both(tempered.cold) > 0.95 and both(plain.states) < 0.5
+
+
+def test_the_check_rejects_a_wrong_swap_rule(two_wells, monkeypatch):
+    """Accepting every swap carries hot states down unweighted: the same test must see the wrong cold law."""
+    monkeypatch.setattr(tempering_module, "swap_log_ratio", lambda *a: torch.zeros(a[0].shape, dtype=torch.float64))
+    start = torch.zeros(ENSEMBLES, N, dtype=torch.int64)
+    wrong = replica_exchange(two_wells, start, ladder(1.0, 8.0, RUNGS), ROUNDS // 2, STEPS, seed=0, energy="joint")
+    assert (wrong.swap_rates == 1).all()
+    got = tv_null_test(chain_counts(wrong.cold[ROUNDS * STEPS // 4:], Q), two_wells.joint(1.0)[1].numpy())
+    assert got["p_value"] < 0.001, got
+
+
+def test_swap_rates_match_their_exact_stationary_values(two_wells):
+    """Replicas started from exact draws of π_k stay stationary; the swap rate between τ_k and τ_{k+1} is then
+    E_{π_k ⊗ π_{k+1}}[min(1, exp((E(x) − E(y))(1/τ_k − 1/τ_{k+1})))], by enumeration."""
+    taus = ladder(1.0, 8.0, 4)
+    states, _ = two_wells.joint(1.0)
+    E = -two_wells.energy(states)
+    laws = [two_wells.joint(float(t))[1] for t in taus]
+    g = torch.Generator().manual_seed(1)
+    B = 400
+    init = torch.stack([states[torch.multinomial(law, B, replacement=True, generator=g)] for law in laws], 1)
+    res = replica_exchange(two_wells, init, taus, 40, 2, seed=7, energy="joint")
+    for k in range(3):
+        ratio = torch.exp(swap_log_ratio(E[:, None], E[None, :], float(taus[k]), float(taus[k + 1])).clamp_max(0))
+        exact_rate = float(laws[k] @ ratio @ laws[k + 1])
+        n = res.swaps_proposed[k]
+        assert n == B * 20
+        se = np.sqrt(exact_rate * (1 - exact_rate) / B)  # ensembles are independent; rounds of one are correlated
+        assert abs(res.swap_rates[k] - exact_rate) < 4 * se, (k, res.swap_rates[k], exact_rate)
+
+
+def test_energies_and_records(two_wells, tempered):
+    assert tempered.cold.shape == (ROUNDS * STEPS + 1, ENSEMBLES, N)
+    assert (tempered.steps == torch.arange(ROUNDS * STEPS + 1)).all()
+    assert (tempered.swaps_proposed[::2] == ENSEMBLES * (ROUNDS // 2)).all()
+    assert (0 < tempered.swap_rates).all() and (tempered.swap_rates < 1).all()
+    assert tempered.round_trips.mean() > 5
+    assert tempered.forward_rows == ENSEMBLES * RUNGS * ROUNDS * STEPS  # the joint energy costs no forward row
+
+
+def test_round_trips_are_counted_on_a_planted_sequence():
+    """K = 3, one ensemble (labels[k]: the replica in slot k): replica 0 goes cold → middle → hot → hot → cold (one
+    trip), then hot and back (two)."""
+    phase = torch.zeros(1, 3, dtype=torch.int8)
+    phase[0, 0] = 1
+    path = [[0, 1, 2], [1, 0, 2], [2, 1, 0], [1, 2, 0], [0, 2, 1], [2, 1, 0], [0, 1, 2]]
+    trips = [int(track_round_trips(torch.tensor([p]), phase)[0]) for p in path]
+    assert trips == [0, 0, 0, 0, 1, 0, 1]
+    # replica 1 went cold (step 1), then hot (step 4), and has not come back: half a trip
+    assert phase[0, 1] == 2
+
+
+def test_a_run_is_a_function_of_its_seed(two_wells):
+    start = torch.zeros(4, N, dtype=torch.int64)
+    a, b = (replica_exchange(two_wells, start, [1.0, 2.0, 4.0], 20, 3, seed=5, energy="joint") for _ in range(2))
+    c = replica_exchange(two_wells, start, [1.0, 2.0, 4.0], 20, 3, seed=6, energy="joint")
+    assert torch.equal(a.cold, b.cold) and (a.swaps_accepted == b.swaps_accepted).all()
+    assert not torch.equal(a.cold, c.cold)
+
+
+def test_pll_energy_runs_on_an_incompatible_model():
+    """On incompatible conditionals the target is π_PLL^τ ∝ exp(PLL/τ): an energy exists, so swaps are defined."""
+    model = exact.incompatible_pairwise(3, 3, scale=1.0, seed=3)
+    res = replica_exchange(model, torch.zeros(8, 3, dtype=torch.int64), [1.0, 2.0], 10, 4, seed=1)
+    assert res.forward_rows > 8 * 2 * 10 * 4  # PLL energies cost n rows per evaluation
+    assert np.isfinite(res.swap_rates).all()
+
+
+def test_bad_input_is_refused_with_the_fix(two_wells):
+    start = torch.zeros(2, N, dtype=torch.int64)
+    with pytest.raises(ValueError, match="strictly increasing"):
+        replica_exchange(two_wells, start, [2.0, 1.0], 2)
+    with pytest.raises(ValueError, match="strictly increasing"):
+        replica_exchange(two_wells, start, [1.0], 2)
+    with pytest.raises(ValueError, match="must divide"):
+        replica_exchange(two_wells, start, [1.0, 2.0], 2, steps_per_round=3, record_every=2)
+    with pytest.raises(ValueError, match="temperatures"):
+        replica_exchange(two_wells, torch.zeros(2, 3, N, dtype=torch.int64), [1.0, 2.0], 2)
+    with pytest.raises(ValueError, match="hottest"):
+        ladder(2.0, 1.0, 4)
+    with pytest.raises(ValueError, match="temperature must be finite and > 0"):
+        ladder(0.0, 1.0, 4)
