@@ -119,7 +119,9 @@ def test_a_torn_page_is_never_reused(world, monkeypatch, tmp_path):
     assert "provenance.json is missing" in reason
 
 
-def test_book_reuses_unchanged_pages_and_force_re_executes_them(tmp_path, capsys):
+def test_book_reuses_unchanged_pages_and_force_re_executes_them(tmp_path, monkeypatch, capsys):
+    # the jupyter-book build is tested by the smoke book (test_book.py); here it would take three builds' time
+    monkeypatch.setattr(command, "build_book", lambda root: root / "_build" / "html")
     nbs, root = tmp_path / "notebooks", tmp_path / "root"
     nbs.mkdir()
     (nbs / "93_c.py").write_text(EXAMPLE.replace('Run("99_example"', 'Run("93_c"'))
