@@ -31,15 +31,15 @@ from dataclasses import dataclass, replace
 from typing import Callable
 
 import torch
-from tqdm.auto import tqdm
 
 from .conditionals import (ConditionalModel, as_temperatures, check_dtype, check_int, check_memory, check_states,
                            log_conditionals)
-from .coupling import BRANCH_STREAM, Y_STREAM, CouplingResult, check_pairs, maximal_coupling
-from .rng import sample_categorical, uniforms
-from .sampling import SITE_STREAM, TOKEN_STREAM, Trajectory, chain_seeds, check_scan, kept_bytes, working_bytes
+from .coupling import CouplingResult, check_pairs
+from .driver import drive
+from .kernels import maximal_coupling
+from .rng import ACCEPT_STREAM, BRANCH_STREAM, SITE_STREAM, TOKEN_STREAM, Y_STREAM, sample_categorical, uniforms
+from .sampling import Trajectory, chain_seeds, check_scan, kept_bytes, working_bytes
 
-ACCEPT_STREAM = 5  # after sampling's site/token (0, 1) and coupling's branch/x/y (2, 3, 4) streams
 PLL_CHUNK_BYTES = 1 << 29  # logits kept at once by one PLL forward (float32 logits and their exp)
 
 Energy = Callable[[torch.Tensor], torch.Tensor]
@@ -237,40 +237,40 @@ def metropolis(
                  mh_kept_bytes(B, n, steps, record_every, run.block), run.working_bytes, run.states.device,
                  f"keep fewer states with record_every > {record_every}, run fewer steps, pass a smaller pll_rows, "
                  "or split the chains into several calls (each chain's law does not depend on its batch).")
-    trajectory, _ = _run_chains(model, run, steps, record_every, progress, coupled=False)
-    return trajectory
+    recorder, state = run_chains(model, run, steps, record_every, progress, False, "metropolis")
+    return recorder.trajectory(state, slice(None), run)
 
 
-def _run_chains(model, run: Setup, steps: int, record_every: int, progress: bool, coupled: bool):
-    """The recording loop of `metropolis` and `coupled_metropolis`: (trajectory, energy evaluations per chain)."""
-    x, (B, n), block = run.states, run.states.shape, run.block
-    e = evaluate(run.target, x)
-    recorded, evaluations = [x.cpu().clone()], torch.ones(B, dtype=torch.int64)
-    sites_log = torch.empty(steps, B, block, dtype=torch.int16 if n < 2**15 else torch.int32)
-    changed_log, accepted_log = torch.empty(steps, B, dtype=torch.bool), torch.empty(steps, B, dtype=torch.bool)
-    prob_log, energy_log = torch.empty(steps, B), torch.empty(steps + 1, B, dtype=torch.float64)
-    energy_log[0] = e.cpu()
-    for t in tqdm(range(steps), disable=not progress, desc="metropolis", mininterval=2.0):
-        new, e, accepted, prob, moved, sites = _mh_step(model, x, e, t, run, coupled)
-        changed_log[t] = (new != x).any(1).cpu()
-        x = new
-        sites_log[t], accepted_log[t], prob_log[t], energy_log[t + 1] = sites.cpu(), accepted.cpu(), prob.cpu(), e.cpu()
-        evaluations += moved.cpu()
-        if (t + 1) % record_every == 0:
-            recorded.append(x.cpu().clone())
-    rows = B * block * steps + run.target.rows_per_state * int(evaluations.sum())
-    trajectory = MHTrajectory(torch.stack(recorded), torch.arange(len(recorded)) * record_every,
-                              sites_log.squeeze(2) if block == 1 else sites_log, changed_log, x.cpu(), accepted_log,
-                              prob_log, energy_log, rows)
-    return trajectory, evaluations
+@dataclass
+class MHState:
+    """MH chains (for coupled MH, the X chains of the pairs stacked over their Y chains): states, their energies, and
+    the steps taken."""
+
+    x: torch.Tensor  # (B, n) int64
+    energy: torch.Tensor  # (B,) float64: E(x)
+    t: int
 
 
-def _mh_step(model, x, e, step: int, run: Setup, coupled: bool):
+@dataclass
+class MHInfo:
+    """What one `mh_step` did per chain."""
+
+    sites: torch.Tensor  # (B, k) the proposal's sites, in proposal order
+    accepted: torch.Tensor  # (B,) bool: the MH decision
+    accept_prob: torch.Tensor  # (B,) float64: min(1, α)
+    moved: torch.Tensor  # (B,) bool: the proposal differed from x (its energy was evaluated)
+    changed: torch.Tensor  # (B,) bool: the state changed
+
+
+def mh_init(target: Target, x: torch.Tensor) -> MHState:
+    """Chains at `x`, their energies evaluated."""
+    return MHState(x, evaluate(target, x), 0)
+
+
+def mh_step(model: ConditionalModel, state: MHState, run: Setup, coupled: bool = False) -> tuple[MHState, MHInfo]:
     """One MH step of every chain; `coupled`: x stacks the X and Y chains of the pairs of `run.seeds`, which share
-    sites and the accept uniform, their proposals drawn from the maximal coupling of the two conditionals.
-
-    Returns the next states, their energies, the decisions, min(1, α), which rows evaluated an energy, the sites."""
-    seeds, block, copies = run.seeds, run.block, 2 if coupled else 1
+    sites and the accept uniform, their proposals drawn from the maximal coupling of the two conditionals."""
+    seeds, block, copies, step, x = run.seeds, run.block, 2 if coupled else 1, state.t, state.x
     sites = choose_block(seeds, step, x.shape[1], block, run.scan).repeat(copies, 1)
 
     def draw(log_q, m):
@@ -283,7 +283,51 @@ def _mh_step(model, x, e, step: int, run: Setup, coupled: bool):
 
     z, log_ratio = _propose(model, x, sites, run.tau, run.dtype, draw)
     u = uniforms(seeds, step, ACCEPT_STREAM).repeat(copies)
-    return _accept(x, z, e, log_ratio, run.tau, u, run.target) + (sites,)
+    new, e, accepted, prob, moved = _accept(x, z, state.energy, log_ratio, run.tau, u, run.target)
+    return MHState(new, e, step + 1), MHInfo(sites, accepted, prob, moved, (new != x).any(1))
+
+
+class MHRecorder:
+    """What `metropolis` keeps: `glauber`'s record (states every `record_every` steps, sites, changes) and each step's
+    decision, min(1, α) and energy, and the energy evaluations per chain."""
+
+    def __init__(self, state: MHState, steps: int, record_every: int, block: int):
+        B, n = state.x.shape
+        self.every = record_every
+        self.states = torch.empty(steps // record_every + 1, B, n, dtype=state.x.dtype)
+        self.states[0] = state.x.cpu()
+        self.sites = torch.empty(steps, B, block, dtype=torch.int16 if n < 2**15 else torch.int32)
+        self.changed, self.accepted = torch.empty(steps, B, dtype=torch.bool), torch.empty(steps, B, dtype=torch.bool)
+        self.accept_prob, self.energy = torch.empty(steps, B), torch.empty(steps + 1, B, dtype=torch.float64)
+        self.energy[0] = state.energy.cpu()
+        self.evaluations = torch.ones(B, dtype=torch.int64)
+
+    def record(self, state: MHState, info: MHInfo) -> None:
+        t = state.t - 1
+        self.changed[t], self.sites[t], self.accepted[t] = info.changed.cpu(), info.sites.cpu(), info.accepted.cpu()
+        self.accept_prob[t], self.energy[t + 1] = info.accept_prob.cpu(), state.energy.cpu()
+        self.evaluations += info.moved.cpu()
+        if state.t % self.every == 0:
+            self.states[state.t // self.every] = state.x.cpu()
+
+    def trajectory(self, state: MHState, chains: slice, run: Setup) -> MHTrajectory:
+        """The trajectory of `chains`, with their forward rows: k per chain-step, n per energy evaluation (PLL)."""
+        evaluations, steps = self.evaluations[chains], self.accepted.shape[0]
+        rows = evaluations.numel() * run.block * steps + run.target.rows_per_state * int(evaluations.sum())
+        sites = self.sites.squeeze(2) if run.block == 1 else self.sites
+        return MHTrajectory(self.states[:, chains], torch.arange(self.states.shape[0]) * self.every, sites[:, chains],
+                            self.changed[:, chains], state.x[chains].cpu(), self.accepted[:, chains],
+                            self.accept_prob[:, chains], self.energy[:, chains], rows)
+
+
+def run_chains(model, run: Setup, steps: int, record_every: int, progress: bool, coupled: bool,
+               desc: str) -> tuple[MHRecorder, MHState]:
+    """`driver.drive` over `mh_step` from `run.states` for `steps` steps, recorded (no checkpoint)."""
+    state = mh_init(run.target, run.states)
+    recorder = MHRecorder(state, steps, record_every, run.block)
+    state = drive(lambda s: mh_step(model, s, run, coupled), state, recorder, lambda s: s.t, steps, None, desc,
+                  progress)
+    return recorder, state
 
 
 @torch.inference_mode()
@@ -311,18 +355,9 @@ def coupled_metropolis(
     check_memory(f"coupled_metropolis ({B // 2} pairs × {n} tokens)",
                  mh_kept_bytes(B, n, steps, record_every, run.block), run.working_bytes, run.states.device,
                  f"keep fewer states with record_every > {record_every}, run fewer steps, or split the pairs.")
-    both, evaluations = _run_chains(model, run, steps, record_every, False, coupled=True)
+    recorder, state = run_chains(model, run, steps, record_every, False, True, "coupled metropolis")
     P = B // 2
-    return tuple(_half(both, evaluations, slice(h * P, (h + 1) * P), run) for h in (0, 1))
-
-
-def _half(both: MHTrajectory, evaluations: torch.Tensor, chains: slice, run: Setup) -> MHTrajectory:
-    """One chain of every pair, with the forward rows of that chain only."""
-    P, steps = chains.stop - chains.start, both.accepted.shape[0]
-    rows = P * run.block * steps + run.target.rows_per_state * int(evaluations[chains].sum())
-    return MHTrajectory(both.states[:, chains], both.steps, both.sites[:, chains], both.changed[:, chains],
-                        both.final[chains], both.accepted[:, chains], both.accept_prob[:, chains],
-                        both.energy[:, chains], rows)
+    return recorder.trajectory(state, slice(0, P), run), recorder.trajectory(state, slice(P, B), run)
 
 
 @torch.inference_mode()
@@ -350,25 +385,64 @@ def mh_coupling_times(
     P = B // 2
     check_memory(f"mh_coupling_times ({P} pairs × {n} tokens)", 4 * B * n * 8, run.working_bytes, run.states.device,
                  "split the pairs into several calls (a pair's law does not depend on its batch).")
-    x, y = run.states[:P], run.states[P:]
-    times = torch.full((P,), budget, dtype=torch.int64)
-    met = (x == y).all(1).cpu()
-    times[met] = 0
-    active = torch.nonzero(~met).flatten().to(x.device)
-    if active.numel() == 0:
-        return CouplingResult(times, met, budget, 0)
-    xy = torch.cat([x[active], y[active]])
-    e = evaluate(run.target, xy)
-    forward_rows = run.target.rows_per_state * xy.shape[0]
-    for t in tqdm(range(budget), disable=not progress, desc="mh coupling", mininterval=2.0):
-        if active.numel() == 0:
-            break
-        A = active.numel()
-        pairs = replace(run, states=xy, tau=run.tau[torch.cat([active, active + P])], seeds=run.seeds[active])
-        xy, e, _, _, moved, _ = _mh_step(model, xy, e, t, pairs, coupled=True)
-        forward_rows += 2 * A * run.block + run.target.rows_per_state * int(moved.sum())
-        now_met = (xy[:A] == xy[A:]).all(1)
-        times[active[now_met].cpu()], met[active[now_met].cpu()] = t + 1, True
-        apart = (~now_met).repeat(2)
-        xy, e, active = xy[apart], e[apart], active[~now_met]
-    return CouplingResult(times, met, budget, forward_rows)
+    recorder = MHCouplingRecorder(run.states[:P], run.states[P:], budget)
+    if not recorder.apart.numel():
+        return CouplingResult(recorder.times, recorder.met, budget, 0)
+    state = coupled_mh_init(run.target, run.states, recorder.apart)
+    recorder.forward_rows = run.target.rows_per_state * state.x.shape[0]
+    drive(lambda s: coupled_mh_step(model, s, run), state, recorder, lambda s: s.t if s.active.numel() else budget,
+          budget, None, "mh coupling", progress)
+    return CouplingResult(recorder.times, recorder.met, budget, recorder.forward_rows)
+
+
+@dataclass
+class CoupledMHState:
+    """The pairs of coupled MH still apart: X over Y states (2A, n), their energies, the pairs, the steps taken."""
+
+    x: torch.Tensor
+    energy: torch.Tensor
+    active: torch.Tensor  # (A,)
+    t: int
+
+
+@dataclass
+class CoupledMHInfo:
+    """What one `coupled_mh_step` did: which pairs met, and the forward rows."""
+
+    pairs: torch.Tensor  # (A,) the pairs that stepped
+    met: torch.Tensor  # (A,) bool
+    forward_rows: int
+
+
+def coupled_mh_init(target: Target, states: torch.Tensor, apart: torch.Tensor) -> CoupledMHState:
+    """The pairs `apart` of `states` (X chains of all P pairs over their Y chains), their energies evaluated."""
+    P = states.shape[0] // 2
+    xy = torch.cat([states[:P][apart], states[P:][apart]])
+    return CoupledMHState(xy, evaluate(target, xy), apart, 0)
+
+
+def coupled_mh_step(model: ConditionalModel, state: CoupledMHState,
+                    run: Setup) -> tuple[CoupledMHState, CoupledMHInfo]:
+    """One coupled MH step (`mh_step` with `coupled`) of the pairs apart; those that meet leave."""
+    active, A, P = state.active, state.active.numel(), run.seeds.numel()
+    pairs = replace(run, states=state.x, tau=run.tau[torch.cat([active, active + P])], seeds=run.seeds[active])
+    new, info = mh_step(model, MHState(state.x, state.energy, state.t), pairs, coupled=True)
+    met = (new.x[:A] == new.x[A:]).all(1)
+    apart = (~met).repeat(2)
+    rows = 2 * A * run.block + run.target.rows_per_state * int(info.moved.sum())
+    return CoupledMHState(new.x[apart], new.energy[apart], active[~met], new.t), CoupledMHInfo(active, met, rows)
+
+
+class MHCouplingRecorder:
+    """What `mh_coupling_times` keeps: each pair's meeting step (`budget` until it meets) and the forward rows."""
+
+    def __init__(self, x: torch.Tensor, y: torch.Tensor, budget: int):
+        self.met = (x == y).all(1).cpu()
+        self.times = torch.where(self.met, 0, budget)
+        self.apart = torch.nonzero(~self.met).flatten().to(x.device)
+        self.forward_rows = 0
+
+    def record(self, state: CoupledMHState, info: CoupledMHInfo) -> None:
+        met = info.pairs[info.met].cpu()
+        self.times[met], self.met[met] = state.t, True
+        self.forward_rows += info.forward_rows

@@ -11,6 +11,8 @@ import torch
 
 from .conditionals import check_int
 
+# the streams of a chain's uniforms, one per use: Glauber's site and token, coupling's branch and X/Y tokens, MH's test
+SITE_STREAM, TOKEN_STREAM, BRANCH_STREAM, X_STREAM, Y_STREAM, ACCEPT_STREAM = range(6)
 _MASK64 = (1 << 64) - 1
 SEED_MIN, SEED_MAX = -(1 << 63), (1 << 63) - 1  # seeds are int64: the streams hash them as such
 

@@ -10,6 +10,8 @@ uniforms depend on its seed only. What that guarantees for the trajectory:
 - on a neural model the batched forward's rounding depends on the batch's shape and contents, so a chain
   run alone follows the same law, and usually the same path, but not path by path: a draw whose uniform
   falls within rounding of a CDF boundary can differ (and the paths then part).
+
+`glauber` is `driver.drive` over the kernel `kernels.glauber_init` / `glauber_step`, recorded by `GlauberRecorder`.
 """
 from __future__ import annotations
 
@@ -17,14 +19,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
-from tqdm.auto import tqdm
 
-from .checkpoint import Checkpointer, checkpointer
-from .conditionals import (ConditionalModel, as_temperatures, check_dtype, check_int, check_memory, check_states,
-                           conditional_probabilities)
-from .rng import check_seed, sample_categorical, uniforms
+from .checkpoint import checkpointer
+from .conditionals import ConditionalModel, as_temperatures, check_dtype, check_int, check_memory, check_states
+from .driver import drive
+from .kernels import choose_sites  # noqa: F401 (re-exported: `sampling.choose_sites`)
+from .kernels import GlauberInfo, GlauberState, glauber_init, glauber_step
+from .rng import check_seed
 
-SITE_STREAM, TOKEN_STREAM = 0, 1
 MAX_SPECULATION = 16
 
 
@@ -63,17 +65,6 @@ def chain_seeds(seed: int | list[int] | torch.Tensor, batch: int) -> torch.Tenso
     return seeds
 
 
-def choose_sites(seeds: torch.Tensor, step: int | torch.Tensor, n: int, scan: str) -> torch.Tensor:
-    """Random scan: i ~ Uniform{0..n−1} from the chain's seed; systematic scan: i = step mod n.
-
-    `step` is one int, or one step per seed (chains that are at different steps)."""
-    if scan == "random":
-        return (uniforms(seeds, step, SITE_STREAM) * n).long().clamp_max(n - 1)
-    if isinstance(step, torch.Tensor):
-        return (step.to(seeds.device, torch.int64) % n).expand_as(seeds).clone()
-    return torch.full_like(seeds, step % n)
-
-
 SPECULATION_WIDTHS = (1, 2, 4, 8, MAX_SPECULATION)
 
 
@@ -102,6 +93,26 @@ def speculation_width(knee: float, batch: int, change: float) -> int:
 def update_change_rate(rate: float, changes: int, consumed: int) -> float:
     """An exponential average (weight 1/8 per forward) of the share of consumed steps that changed a token."""
     return rate if consumed == 0 else rate + (changes / consumed - rate) / 8
+
+
+@dataclass
+class Speculation:
+    """The width k of each forward: `fixed`, else `speculation_width(knee, rows, rate)`, `rate` the share of recent
+    consumed steps that changed a token (`update_change_rate`)."""
+
+    fixed: int | None
+    knee: float
+    rate: float = 0.5
+
+    def width(self, rows: int) -> int:
+        return self.fixed or speculation_width(self.knee, rows, self.rate)
+
+    def update(self, changes: int, consumed: int) -> None:
+        self.rate = update_change_rate(self.rate, changes, consumed)
+
+    def restore(self, saved: dict) -> None:
+        """The rate and knee of an interrupted run (a checkpoint without them ran k = 1 throughout)."""
+        self.rate, self.knee = saved.get("change_rate", self.rate), saved.get("knee", self.knee)
 
 
 def check_scan(scan: str) -> None:
@@ -172,7 +183,6 @@ def glauber(
     B, n = x.shape
     tau = as_temperatures(temperature, B, x.device)
     seeds = chain_seeds(seed, B).to(x.device)
-    rows = torch.arange(B, device=x.device)
     knee = speculation_knee(model, n, dtype) if speculate is None else 0.0
     k = speculate or max(speculation_widths(knee, B))
     R = steps // record_every + 1
@@ -184,106 +194,60 @@ def glauber(
     )
     ckpt = checkpointer(checkpoint, checkpoint_every, model=model, init=x, steps=steps, temperature=tau, seed=seeds,
                         scan=scan, record_every=record_every, dtype=dtype, speculate=speculate or "auto")
-    if k > 1:
-        return _speculative(model, x, steps, tau, seeds, scan, record_every, dtype, progress, speculate, knee, ckpt)
+    speculation = Speculation(speculate or (None if k > 1 else 1), knee)
+    recorder = GlauberRecorder(x, steps, record_every, speculation)
 
-    recorded, recorded_steps = [x.cpu().clone()], [0]
-    sites_log = torch.empty(steps, B, dtype=torch.int16 if n < 2**15 else torch.int32)
-    changed_log = torch.empty(steps, B, dtype=torch.bool)
-    start = 0
-    if (saved := ckpt.resume()) is not None:
-        start, x = saved["step"], saved["x"].to(x.device)
-        recorded, recorded_steps = list(saved["states"].unbind()), saved["steps"].tolist()
-        sites_log[:start], changed_log[:start] = saved["sites"], saved["changed"]
+    def step(state: GlauberState) -> tuple[GlauberState, GlauberInfo]:
+        k = speculation.width(int((state.done < steps).sum()))
+        return glauber_step(model, state, seeds, tau, k, scan, dtype, until=steps)
 
-    def snapshot(t: int) -> dict:
-        return {"x": x.cpu(), "states": torch.stack(recorded), "steps": torch.tensor(recorded_steps),
-                "sites": sites_log[:t].clone(), "changed": changed_log[:t].clone()}  # a view would save all steps
-
-    for t in tqdm(range(start, steps), initial=start, total=steps, disable=not progress, desc="glauber",
-                  mininterval=2.0):
-        sites = choose_sites(seeds, t, n, scan)
-        probs = conditional_probabilities(model, x, sites, tau, dtype)
-        new = sample_categorical(probs, uniforms(seeds, t, TOKEN_STREAM))
-        changed = new != x[rows, sites]
-        x[rows, sites] = new
-        sites_log[t], changed_log[t] = sites.cpu(), changed.cpu()
-        if (t + 1) % record_every == 0:
-            recorded.append(x.cpu().clone())
-            recorded_steps.append(t + 1)
-        ckpt.maybe_save(t + 1, snapshot)
-    ckpt.maybe_save(steps, snapshot, final=True)
-    return Trajectory(torch.stack(recorded), torch.tensor(recorded_steps), sites_log, changed_log, x.cpu())
+    state = drive(step, glauber_init(x), recorder, lambda state: int(state.done.min()), steps, ckpt, "glauber",
+                  progress)
+    return Trajectory(recorder.states, torch.arange(R) * record_every, recorder.sites, recorder.changed,
+                      state.x.cpu())
 
 
-def _speculative(model, x, steps, tau, seeds, scan, record_every, dtype, progress, fixed: int | None, knee: float,
-                 ckpt: Checkpointer) -> Trajectory:
-    """`glauber` with k sites evaluated ahead per chain (`fixed`, or chosen before each forward by
-    `speculation_width`); chains advance by different numbers of steps."""
-    B, n = x.shape
-    dev = x.device
-    done = torch.zeros(B, dtype=torch.int64, device=dev)  # steps completed per chain
-    change_rate = 0.5  # the share of recent steps that changed a token; a resumed run continues its own
-    n_rec = steps // record_every + 1
-    recorded = torch.empty(n_rec, B, n, dtype=x.dtype)
-    recorded[0] = x.cpu()
-    sites_log = torch.empty(steps, B, dtype=torch.int16 if n < 2**15 else torch.int32)
-    changed_log = torch.zeros(steps, B, dtype=torch.bool)
-    if (saved := ckpt.resume()) is not None:
-        x, done = saved["x"].to(dev), saved["done"].to(dev)
-        recorded, sites_log, changed_log = saved["states"], saved["sites"], saved["changed"]
-        change_rate, knee = saved["change_rate"], saved["knee"]  # the same widths as the interrupted run
+class GlauberRecorder:
+    """What `glauber` keeps: the state every `record_every` steps and each step's site and change, per chain."""
 
-    def snapshot(t: int) -> dict:
-        return {"x": x.cpu(), "done": done.cpu(), "states": recorded, "sites": sites_log, "changed": changed_log,
-                "change_rate": change_rate, "knee": knee}
+    def __init__(self, x: torch.Tensor, steps: int, record_every: int, speculation: Speculation):
+        B, n = x.shape
+        self.every, self.speculation = record_every, speculation
+        self.states = torch.empty(steps // record_every + 1, B, n, dtype=x.dtype)
+        self.states[0] = x.cpu()
+        self.sites = torch.empty(steps, B, dtype=torch.int16 if n < 2**15 else torch.int32)
+        self.changed = torch.zeros(steps, B, dtype=torch.bool)
 
-    bar = tqdm(total=steps, initial=int(done.min()), disable=not progress, desc="glauber", mininterval=2.0)
-    while True:
-        act = torch.nonzero(done < steps).flatten()
-        if act.numel() == 0:
-            break
-        A, t0 = act.numel(), done[act]
-        k = fixed or speculation_width(knee, A, change_rate)
-        ahead = torch.arange(k, device=dev)
-        offs = t0.unsqueeze(1) + ahead  # (A, k): the steps evaluated ahead
-        valid = offs < steps
-        s_rep = seeds[act].unsqueeze(1).expand(A, k)
-        sites = choose_sites(s_rep.reshape(-1), offs.reshape(-1), n, scan).view(A, k)
-        xa = x[act]
-        ra, ca = torch.nonzero(valid, as_tuple=True)
-        probs = conditional_probabilities(model, xa[ra], sites[ra, ca], tau[act][ra], dtype)
-        drawn = sample_categorical(probs, uniforms(s_rep[ra, ca], offs[ra, ca], TOKEN_STREAM))
-        current = xa.gather(1, sites)  # (A, k): the token now at each speculated site
-        new = current.clone()
-        new[ra, ca] = drawn
-        changed = (new != current) & valid
-        any_change = changed.any(1)
-        first = changed.int().argmax(1)  # first changing step (0 where none)
-        used = torch.where(any_change, first + 1, valid.sum(1))  # steps consumed per chain
-        keep = ahead.unsqueeze(0) < used.unsqueeze(1)
+    def record(self, state: GlauberState, info: GlauberInfo) -> None:
+        """Log the consumed steps; a chain's state at a multiple of `every` in (t0, end] is `before` up to its last
+        consumed step and its new state at it."""
+        keep = torch.arange(info.steps.shape[1], device=info.used.device) < info.used.unsqueeze(1)
         lr, lc = torch.nonzero(keep, as_tuple=True)
-        li, lb = offs[lr, lc].cpu(), act[lr].cpu()
-        sites_log[li, lb] = sites[lr, lc].to(sites_log.dtype).cpu()
-        changed_log[li, lb] = changed[lr, lc].cpu()
-        old = xa.clone()
-        cr = torch.nonzero(any_change).flatten()
-        xa[cr, sites[cr, first[cr]]] = new[cr, first[cr]]
-        x[act] = xa
-        end = t0 + used
-        # recorded states: before the last consumed step the chain is unchanged (old), after it it is xa
-        lo, hi = t0 // record_every + 1, end // record_every
+        at, chains = info.steps[lr, lc].cpu(), info.chains[lr].cpu()
+        self.sites[at, chains] = info.sites[lr, lc].to(self.sites.dtype).cpu()
+        self.changed[at, chains] = info.changed[lr, lc].cpu()
+        t0, after = info.steps[:, 0], state.x[info.chains]
+        end = t0 + info.used
+        lo, hi = t0 // self.every + 1, end // self.every
         for d in range(int((hi - lo).max().clamp_min(-1)) + 1):
             m = lo + d
             ok = m <= hi
             if ok.any():
-                state = torch.where((m * record_every == end).unsqueeze(1), xa, old)
-                recorded[m[ok].cpu(), act[ok].cpu()] = state[ok].cpu()
-        before = int(done.min())
-        done[act] = end
-        change_rate = update_change_rate(change_rate, int(any_change.sum()), int(used.sum()))
-        bar.update(int(done.min()) - before)
-        ckpt.maybe_save(int(done.min()), snapshot)
-    bar.close()
-    ckpt.maybe_save(steps, snapshot, final=True)
-    return Trajectory(recorded, torch.arange(n_rec) * record_every, sites_log, changed_log, x.cpu())
+                now = torch.where((m * self.every == end).unsqueeze(1), after, info.before)
+                self.states[m[ok].cpu(), info.chains[ok].cpu()] = now[ok].cpu()
+        self.speculation.update(int(info.changed.any(1).sum()), int(info.used.sum()))
+
+    def snapshot(self, state: GlauberState) -> dict:
+        return {"x": state.x.cpu(), "done": state.done.cpu(), "states": self.states, "sites": self.sites,
+                "changed": self.changed, "change_rate": self.speculation.rate, "knee": self.speculation.knee}
+
+    def restore(self, saved: dict, state: GlauberState) -> GlauberState:
+        x = saved["x"].to(state.x.device)
+        if "done" not in saved:  # written before `kernels` by the k = 1 loop: the states and logs so far
+            recorded = saved["states"]
+            self.states[: len(recorded)], start = recorded, saved["step"]
+            self.sites[:start], self.changed[:start] = saved["sites"], saved["changed"]
+            return GlauberState(x, torch.full_like(state.done, start))
+        self.states, self.sites, self.changed = saved["states"], saved["sites"], saved["changed"]
+        self.speculation.restore(saved)
+        return GlauberState(x, saved["done"].to(state.done.device))
