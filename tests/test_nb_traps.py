@@ -10,7 +10,7 @@ from notebook_runner import execute, first_cell_error
 NAME = "03_metastability_traps"
 needs_model = pytest.mark.skipif(not (DEFAULT_MODEL / "model.safetensors").is_file(),
                                  reason="the embedded default model is not built yet")
-# smoke profile: starts [0, 1] × seeds=1 chains of steps=60 recorded every 4, at τ = 0.1 and the control τ = 2;
+# smoke profile: starts=2 documents × seeds=1 chains of steps=60 recorded every 4, at τ = 0.1 and the control τ = 2;
 # temperatures [0.1, 1.0] × chains=4; radius and δ calibrated as quantiles (identical levels in every profile)
 PAIRS, STEPS, EVERY, TEMPS, CHAINS, MIN_DWELL = 2, 60, 4, [0.1, 1.0], 4, 12
 RADIUS_Q, PANEL_Q, DELTA_Q = 0.9, [0.5, 0.75, 0.9, 0.95, 0.99], [0.1, 0.25, 0.5]
@@ -19,6 +19,15 @@ RADIUS_Q, PANEL_Q, DELTA_Q = 0.9, [0.5, 0.75, 0.9, 0.95, 0.99], [0.1, 0.25, 0.5]
 @pytest.fixture(scope="module")
 def out(tmp_path_factory):
     return execute(NAME, tmp_path_factory.mktemp("nb03"))
+
+
+@needs_model
+def test_the_matched_rate_null_changes_tokens_as_often_as_its_chain(out):
+    m = pd.read_csv(out / "matched_null.csv")
+    assert len(m) == PAIRS and m.change_rate.between(0, 1).all()
+    assert m.time_trapped_low.between(0, 1).all() and m.time_trapped_matched_null.between(0, 1).all()
+    checks = pd.read_csv(out / "checks.csv")
+    assert checks.check.str.contains("matched-rate null").sum() == 1
 
 
 @needs_model
@@ -123,7 +132,8 @@ def test_escape_fraction_table(out):
     (dict(delta_quantiles=[1.5]), "delta_quantiles are quantile levels"),
     (dict(radius_quantile=1.5), "radius_quantile are quantile levels"),
     (dict(control_temperature=0.05), "must be above temperature"),
-    (dict(starts=[0, 0]), "starts must be a non-empty list of distinct"),
+    (dict(starts=0), "starts must be an integer ≥ 1"),
+    (dict(starts=[0, 1]), "starts must be an integer ≥ 1"),
     (dict(steps=5, record_every=10), "steps must be an integer ≥ 20"),
 ])
 def test_bad_parameters_stop_the_first_cell(tmp_path, params, expected):

@@ -44,13 +44,24 @@ def test_replant_law_gives_the_medians_the_new_law_and_keeps_the_spread():
     assert not censored[n == 128].any() and censored[n == 8].all()
 
 
-def test_the_growth_rule_has_power_on_the_ising_chain_and_size_against_n_to_the_1_5_with_enough_pairs():
-    """The calibration that notebook 02 reports: at 96 pairs per length over n = 8…128 the rule passes on the Ising
-    chain (n log n) and fails on its times replanted as n^1.5; at 6 pairs it cannot tell them apart."""
-    strong = planted.growth_rule_calibration(LENGTHS, 96, 4000, replicates=12)
-    assert strong.power >= 0.8 and strong.size <= 0.1
-    weak = planted.growth_rule_calibration(LENGTHS, 6, 4000, replicates=12)
-    assert weak.size > 0.3
+def test_the_curvature_rule_tells_n_log_n_from_n_to_the_1_5_with_enough_pairs_and_not_with_few():
+    """Planted n log n times with a lognormal spread, and the same times replanted as n^1.5: with 96 pairs per length
+    over n = 8…128 the rule passes the first and fails the second; with 6 pairs it cannot tell them apart."""
+    def rates(pairs):
+        samples = [exact_sample("n log n", pairs=pairs, spread=0.4, seed=s) for s in range(20)]
+        power = np.mean([planted.not_faster_than_nlogn(x) is True for x in samples])
+        size = np.mean([planted.not_faster_than_nlogn(planted.replant_law(*x, "n^1.5", 10**9)) is True for x in samples])
+        return power, size
+
+    power, size = rates(96)
+    assert power >= 0.8 and size <= 0.1
+    assert rates(6)[1] > 0.3
+
+
+def test_the_growth_calibration_runs_the_rule_on_the_ising_chain_at_the_design():
+    cal = planted.growth_rule_calibration([8, 16, 32, 64], 6, 2000, replicates=6)
+    assert cal.replicates == 6 and "Ising" in cal.calibrated_on and "6 pairs at n = 8, 16, 32, 64" in cal.calibrated_on
+    assert cal.power >= 0.5 and cal.size >= 0.5 and not cal.decisive   # too few pairs to tell n^1.5 apart
 
 
 def test_a_budget_too_short_for_the_planted_truth_gives_no_power_and_no_size():

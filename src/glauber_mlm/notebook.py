@@ -285,6 +285,9 @@ class Run:
 
         verdict = judge(checks, question)
         text = box_markdown(claim, self.build(), key_numbers, checks, verdict, dry_run=self.dry_run, not_shown=not_shown)
+        history = self.rules_history()
+        if history:
+            text += f"\n\n*Rules record:* {history}"
         self.save_table(table(checks), "checks")
         (self.out / "result.json").write_text(json.dumps(dict(
             notebook=self.name, verdict=self.dry_run or verdict.word, checks_verdict=verdict.word,
@@ -299,6 +302,24 @@ class Run:
             display(Markdown(text))
         else:
             glue("result", Markdown(text), display=False)
+
+    def rules_history(self) -> str:
+        """When this page's checks last changed, from the rules record (notebooks/rules.json, see
+        `checks.rules_record`), and whether its checks cell still matches that entry; "" outside the repository."""
+        from .checks import rules_hash, rules_record
+
+        source = REPO / "notebooks" / f"{self.name}.py"
+        if not source.is_file():
+            return ""
+        record, current = rules_record(self.name), rules_hash(source.read_text())
+        if not record or record[-1].get("hash") != current:
+            return (f"these checks (rules hash {current}) have no dated entry in `notebooks/rules.json`: they changed "
+                    "after the last registered rules.")
+        last = record[-1]
+        earlier = "builds under earlier rules were committed" if any(e.get("builds_committed") for e in record[:-1]) \
+            else "no build under earlier rules was committed"
+        return (f"checks last changed on {last['date']} (rules hash {current}): {last['change']}; {earlier} "
+                "(the whole record is on the pre-registration page).")
 
     def finish(self) -> dict:
         """Write provenance.json (the page printed it already in its set-up cell; the execution page lists it too)."""

@@ -200,3 +200,28 @@ def stationary_test_calibration(model: exact.PairwiseModel, temperature: float, 
     return Calibration(pass_rate(temperature, 0), pass_rate(control_factor * temperature, 500_000), replicates,
                        f"Glauber at τ / at {control_factor:g} τ on the same Potts chain, {scan} scan, {chains} chains × "
                        f"{sweeps} sweeps")
+
+
+def blocked_trend_calibration(units: int, levels: int, unit_sd: float, noise_sd: float, effect: float,
+                              replicates: int = 400, level: float = 0.05, seed: int = 0):
+    """Power and size of Page's test (p < `level`, `political.page_trend`) at a design of `units` starts × `levels`
+    temperatures: values = a start effect (sd `unit_sd`) + a trend falling by `effect` in all from the lowest to the
+    highest τ, linear in the rank of τ (planted truth; 0 for the planted null) + noise (sd `noise_sd`)."""
+    import pandas as pd
+
+    from .checks import calibrate
+    from .political import page_trend
+
+    slope = np.linspace(effect / 2, -effect / 2, levels)
+
+    def draw(trend: np.ndarray):
+        def sample(rng: np.random.Generator) -> pd.DataFrame:
+            v = rng.normal(0, unit_sd, (units, 1)) + trend + rng.normal(0, noise_sd, (units, levels))
+            return pd.DataFrame(dict(start_id=np.repeat(np.arange(units), levels), temperature=np.tile(np.arange(levels), units),
+                                     value=v.ravel()))
+        return sample
+
+    return calibrate(lambda d: bool(page_trend(d, "value")["p_value"] < level), draw(slope), draw(0 * slope),
+                     replicates, seed=seed,
+                     calibrated_on=(f"{units} starts × {levels} temperatures, start sd {unit_sd:.2f}, noise sd "
+                                    f"{noise_sd:.2f}: a fall of {effect:g} across τ / no trend"))

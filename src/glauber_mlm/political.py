@@ -201,3 +201,41 @@ def trend_verdict(contrasts: pd.DataFrame) -> str:
     if rises:
         return "rises as τ rises"
     return "not resolved"
+
+
+def page_trend(chains: pd.DataFrame, value: str, falls: bool = True, unit: str = "start_id",
+               temperature: str = "temperature") -> dict[str, float]:
+    """Page's L test of a monotone trend of `value` over temperature, blocked by `unit` (the starting passage).
+
+    The mean per (unit, temperature) is ranked within each unit; L = Σ_τ (predicted rank of τ)·(rank sum at τ), and the
+    one-sided p-value (`scipy.stats.page_trend_test`) tests "one distribution at every τ" against "falls as τ rises"
+    (`falls`) or "rises as τ rises". Units present at every temperature only. Returns dict(L, p_value, units, levels)."""
+    from scipy.stats import page_trend_test
+
+    per_unit = chains.groupby([unit, temperature])[value].mean().unstack(temperature).dropna()
+    taus = sorted(per_unit.columns, reverse=falls)  # Page's alternative: values rise along this order
+    if len(taus) < 3 or len(per_unit) < 2:
+        return dict(L=float("nan"), p_value=float("nan"), units=len(per_unit), levels=len(taus))
+    res = page_trend_test(per_unit[taus].to_numpy())
+    return dict(L=float(res.statistic), p_value=float(res.pvalue), units=len(per_unit), levels=len(taus))
+
+
+def corrupted_false_positives(score: PoliticalScore, embed, states, support_ids, rates, rng: np.random.Generator,
+                              decode) -> pd.DataFrame:
+    """The score's false-positive rate on non-political text with a share `rate` of its tokens replaced at random.
+
+    `states` (N, n) are token ids of non-political passages; each site is replaced with probability `rate` by a token
+    drawn uniformly from `support_ids` (the tokens a chain may visit), the text decoded (`decode`), embedded (`embed`)
+    and scored: what the score calls political in text edited as much as a chain edits it, but with no pull towards
+    any topic. Rows: rate, texts, fraction (called political), ci_low, ci_high (Wilson)."""
+    import torch
+
+    rows = []
+    support_ids = torch.as_tensor(support_ids)
+    for rate in rates:
+        edit = torch.as_tensor(rng.random(tuple(states.shape)) < rate)
+        random_tokens = support_ids[torch.as_tensor(rng.integers(0, len(support_ids), tuple(states.shape)))]
+        inside = score.inside(embed(decode(torch.where(edit, random_tokens, states))))
+        f, lo, hi = proportion_ci(int(inside.sum()), inside.size)
+        rows.append(dict(rate=float(rate), texts=int(inside.size), fraction=f, ci_low=lo, ci_high=hi))
+    return pd.DataFrame(rows)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import torch
 
 from .conditionals import check_int
 
@@ -176,7 +177,6 @@ def one_token_neighbours(model, states, per_state: int = 4, temperature: float =
     (so a neighbour is never its parent). Seeded: the same call gives the same neighbours. Used to
     calibrate the trap radius from the embedding jitter of a single token change, before any chain runs.
     """
-    import torch
 
     from .conditionals import as_temperatures, check_states, log_conditionals
 
@@ -265,3 +265,31 @@ def time_trapped(traps: pd.DataFrame, chains: int, total_steps: int) -> np.ndarr
     chains, total_steps = check_int("chains", chains, 1), check_int("total_steps", total_steps, 1)
     per = traps.groupby("chain").dwell.sum() if len(traps) else pd.Series(dtype=float)
     return per.reindex(range(chains), fill_value=0).to_numpy(dtype=float) / total_steps
+
+
+def matched_rate_edits(x0: torch.Tensor, steps: int, rates, support_ids, record_every: int,
+                       seed: int = 0) -> tuple[torch.Tensor, np.ndarray]:
+    """A null for traps: chains that change a token as often as the real ones but with no structure at all.
+
+    Chain b starts at x0[b]; at each step, with probability rates[b], a uniform site gets a token drawn uniformly from
+    `support_ids`. Returns (states (R, B, n) recorded every `record_every` steps from step 0, the recorded steps), as
+    `glauber(..., record_every=...)` records them, so the trap detector reads both alike."""
+    steps, record_every = check_int("steps", steps, 1), check_int("record_every", record_every, 1)
+    x = x0.clone()
+    B, n = x.shape
+    rates = torch.as_tensor(np.asarray(rates, dtype=float))
+    if rates.shape != (B,) or not ((rates >= 0) & (rates <= 1)).all():
+        raise ValueError(f"rates must be {B} probabilities in [0, 1], one per chain, got {rates.tolist()}.")
+    support_ids = torch.as_tensor(support_ids)
+    g = torch.Generator().manual_seed(seed)
+    records, recorded = [x.clone()], [0]
+    for t in range(1, steps + 1):
+        move = torch.rand(B, generator=g, dtype=torch.float64) < rates
+        sites = torch.randint(n, (B,), generator=g)
+        tokens = support_ids[torch.randint(len(support_ids), (B,), generator=g)]
+        rows = torch.nonzero(move).squeeze(1)
+        x[rows, sites[rows]] = tokens[rows]
+        if t % record_every == 0:
+            records.append(x.clone())
+            recorded.append(t)
+    return torch.stack(records), np.array(recorded)

@@ -254,6 +254,27 @@ def write_verdicts(root: Path) -> Path:
     return page
 
 
+RULES_TABLE = Path("book") / "_generated" / "rules.md"
+
+
+def write_rules_record(root: Path) -> Path:
+    """Write `<root>/book/_generated/rules.md` (not tracked; included by the pre-registration page): every dated entry
+    of notebooks/rules.json, newest first, with its rules hash and paper-profile hash."""
+    record_path = root / "notebooks" / "rules.json"
+    record = json.loads(record_path.read_text()) if record_path.is_file() else {}
+    lines = ["| date | notebook | what changed | rules hash | paper profile hash | builds under earlier rules committed |",
+             "| --- | --- | --- | --- | --- | --- |"]
+    entries = sorted(((e, name) for name, es in record.items() for e in es), key=lambda t: (t[0]["date"], t[1]), reverse=True)
+    for e, name in entries:
+        cells = (e["date"], name, e["change"], _code(e.get("hash") or "–"), _code(e.get("paper") or "–"),
+                 "yes" if e.get("builds_committed") else "no")
+        lines.append("| " + " | ".join(_md_cell(c) for c in cells) + " |")
+    page = root / RULES_TABLE
+    page.parent.mkdir(parents=True, exist_ok=True)
+    page.write_text("\n".join(lines) + "\n")
+    return page
+
+
 def _jupyter_book() -> list[str]:
     exe = Path(sys.executable).with_name("jupyter-book")
     if exe.exists():

@@ -1,0 +1,70 @@
+"""Notebook 04's checks: Page's blocked trend test on planted trends, its calibration, and the false-positive rate
+of a score on text edited at random."""
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from glauber_mlm import planted, political
+
+
+def planted_chains(effect, starts=12, taus=(0.1, 0.25, 0.5, 1.0), seed=0):
+    rng = np.random.default_rng(seed)
+    trend = np.linspace(effect / 2, -effect / 2, len(taus))  # falls as τ rises
+    v = rng.normal(0, 0.1, (starts, 1)) + trend + rng.normal(0, 0.05, (starts, len(taus)))
+    return pd.DataFrame(dict(start_id=np.repeat(np.arange(starts), len(taus)), temperature=np.tile(taus, starts),
+                             value=v.ravel()))
+
+
+def test_page_finds_a_planted_fall_and_not_a_planted_rise():
+    falling = planted_chains(0.5)
+    assert political.page_trend(falling, "value", falls=True)["p_value"] < 1e-3
+    assert political.page_trend(falling, "value", falls=False)["p_value"] > 0.9
+    assert political.page_trend(planted_chains(-0.5), "value", falls=True)["p_value"] > 0.9
+
+
+def test_page_needs_three_temperatures():
+    assert np.isnan(political.page_trend(planted_chains(0.5, taus=(0.1, 1.0)), "value")["p_value"])
+
+
+def test_the_blocked_trend_test_keeps_its_size_and_gains_power_with_starts():
+    few = planted.blocked_trend_calibration(4, 4, 0.2, 0.3, 0.2, replicates=300)
+    many = planted.blocked_trend_calibration(40, 4, 0.2, 0.3, 0.2, replicates=300)
+    assert few.size <= 0.1 and many.size <= 0.1 and few.power < 0.5 < 0.8 <= many.power
+
+
+class Score(political.PoliticalScore):
+    """A planted score: a text is 'political' when more than half of its words are 'vote'."""
+
+    def __init__(self):
+        super().__init__("planted", None)
+
+    def inside(self, emb):
+        return np.asarray(emb) > 0.5
+
+
+def test_false_positives_on_edited_text_follow_the_edit_rate():
+    vocab = np.array(["news", "vote"])
+    states = torch.zeros(400, 9, dtype=torch.long)  # all 'news': never political
+    decode = lambda s: [" ".join(vocab[row]) for row in s.numpy()]  # noqa: E731
+    embed = lambda texts: np.array([t.split().count("vote") / 9 for t in texts])  # noqa: E731
+    table = political.corrupted_false_positives(Score(), embed, states, [1], [0.0, 0.3, 1.0],
+                                                np.random.default_rng(0), decode)
+    assert table.fraction.tolist()[0] == 0 and table.fraction.tolist()[2] == 1
+    # P(Binomial(9, 0.3) > 4.5) = 0.0988
+    assert table.ci_low[1] <= 0.0988 <= table.ci_high[1]
+    assert (table.ci_low <= table.fraction).all() and (table.fraction <= table.ci_high).all()
+
+
+def test_matched_rate_edits_change_tokens_at_each_chain_rate():
+    from glauber_mlm import semantic
+
+    x0 = torch.zeros(3, 12, dtype=torch.long)
+    states, steps = semantic.matched_rate_edits(x0, 4000, [0.0, 0.02, 0.5], [3, 4, 5], record_every=50, seed=1)
+    assert states.shape == (81, 3, 12) and steps.tolist()[:3] == [0, 50, 100]
+    assert (states[:, 0] == 0).all() and (states[-1, 2] != 0).all()
+    # a chain at rate r edits ≈ r·steps times: the first record with all 12 sites edited comes late at 0.02
+    moved = (states[:, 1] != 0).any(1).float()
+    assert 0 < moved[1:].mean() and not (states[1, 1] != 0).all()
+    with pytest.raises(ValueError, match="probabilities in"):
+        semantic.matched_rate_edits(x0, 10, [0.1, 2.0, 0.1], [3], 5)

@@ -1,0 +1,55 @@
+"""The rules record (notebooks/rules.json, shown on the pre-registration page): a notebook's checks, or its paper
+profile, cannot change without a new dated entry."""
+import hashlib
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from glauber_mlm import book
+from glauber_mlm.book.parameters import declared_profiles
+from glauber_mlm.checks import rules_hash, rules_source
+
+ROOT = Path(__file__).resolve().parents[1]
+RECORD = json.loads((ROOT / "notebooks" / "rules.json").read_text())
+NAMES = [p.stem for p in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.py"))]
+
+
+def paper_hash(src: Path) -> str:
+    paper = declared_profiles(src)["paper"]
+    return hashlib.sha256(json.dumps(paper, sort_keys=True, default=str).encode()).hexdigest()[:12]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_last_entry_names_the_current_checks_and_paper_profile(name):
+    src = ROOT / "notebooks" / f"{name}.py"
+    entries = RECORD.get(name)
+    assert entries, f"{name} has no entry in notebooks/rules.json: add one (date, change, hash, paper, builds_committed)"
+    last = entries[-1]
+    fix = (f"add a dated entry to notebooks/rules.json for {name} saying what changed, with hash "
+           f"{rules_hash(src.read_text())} and paper {paper_hash(src)}")
+    assert last["hash"] == rules_hash(src.read_text()), f"{name}'s checks changed without a dated entry: {fix}"
+    assert last["paper"] == paper_hash(src), f"{name}'s paper profile changed without a dated entry: {fix}"
+
+
+def test_entries_are_dated_in_order_and_say_what_changed():
+    for name, entries in RECORD.items():
+        assert name in NAMES, f"notebooks/rules.json names {name}, which is not a notebook"
+        dates = [e["date"] for e in entries]
+        assert all(re.fullmatch(r"\d{4}-\d{2}-\d{2}", d) for d in dates) and dates == sorted(dates)
+        assert all(e["change"].strip() and isinstance(e["builds_committed"], bool) for e in entries)
+
+
+def test_a_changed_threshold_changes_the_hash_and_a_changed_figure_does_not():
+    src = (ROOT / "notebooks" / "02_high_temperature_mixing.py").read_text()
+    moved = src.replace('threshold="passes when ≤ 0"', 'threshold="passes when ≤ 0.1"')
+    assert moved != src and rules_hash(moved) != rules_hash(src)
+    figure = src.replace("import numpy as np\n", "import numpy as np  # a cell that states no check\n", 1)
+    assert rules_hash(figure) == rules_hash(src) and "run.conclude(" in rules_source(src)
+    with pytest.raises(ValueError, match="exactly one cell"):
+        rules_source(src.replace("run.conclude(", "run.finish("))
+
+
+def test_every_result_notebook_is_in_the_book():
+    assert set(NAMES) <= set(book.known_notebooks())
