@@ -8,6 +8,7 @@ cases restart from a checkpoint that the old loops wrote mid-run (`<case>.ckpt`)
 """
 from __future__ import annotations
 
+import re
 import shutil
 import sys
 from contextlib import contextmanager
@@ -18,6 +19,8 @@ import pytest
 import torch
 
 from glauber_mlm import coupled_metropolis, coupling_times, exact, glauber, load_mlm, metropolis, mh_coupling_times
+from glauber_mlm.kernels import coupled_init, coupled_step, glauber_init, glauber_step
+from glauber_mlm.sampling import chain_seeds
 
 HERE = Path(__file__).resolve().parent
 FIXTURES = HERE / "fixtures" / "kernels"
@@ -188,6 +191,33 @@ def test_resume_from_an_old_checkpoint(tmp_path, case):
     assert_same(case, as_dict(resume_cases(model)[case](path)), want["result"])
     assert calls[0] == want["forwards_after_resume"]
     assert torch.load(path, weights_only=True)["step"] == want["final_step"]
+
+
+def test_a_loop_over_the_kernels_is_glauber_and_coupling_times():
+    """A user's loop over `glauber_step` / `coupled_step` at fixed temperatures follows `glauber` / `coupling_times`."""
+    model, x0, taus = potts(), torch.zeros(5, 6, dtype=torch.long), torch.linspace(0.6, 1.4, 5)
+    seeds = chain_seeds(11, 5)
+    state = glauber_init(x0)
+    for _ in range(40):
+        state, _ = glauber_step(model, state, seeds, taus)
+    assert torch.equal(state.x, glauber(model, x0, 40, temperature=taus, seed=11).final)
+    pair = coupled_init(x0, torch.full_like(x0, 2))
+    times = torch.zeros(5, dtype=torch.int64)
+    while pair.active.numel():
+        pair, info = coupled_step(model, pair, seeds, 1.2)
+        times[info.pairs[info.met]] = pair.done[info.pairs[info.met]]
+    assert torch.equal(times, coupling_times(model, x0, torch.full_like(x0, 2), 10_000, 1.2, seed=11).times)
+
+
+def test_the_readme_annealing_loop_runs():
+    """The README's own loop (an annealing schedule over `glauber_step`) runs as printed after the lines of the
+    library example before it that make its model."""
+    blocks = re.findall(r"```python\n(.*?)```", (HERE.parent / "README.md").read_text(), re.S)
+    model = next(b for b in blocks if "potts_chain(16" in b).split("\ntraj =")[0]
+    loop = next(b for b in blocks if "glauber_step" in b)
+    namespace: dict = {}
+    exec(model + "\n" + loop, namespace)
+    assert namespace["state"].x.shape == (8, 16) and bool((namespace["state"].done == 500).all())
 
 
 def count_forwards(model, stop_after: int | None = None) -> list[int]:
