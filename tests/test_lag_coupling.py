@@ -174,6 +174,8 @@ def test_bad_input_is_refused_with_the_fix(ising):
         lag_coupling(ising, x0, x0, 0, 10)
     with pytest.raises(ValueError, match="multiple of n"):
         lag_coupling(ising, x0, x0, 3, 10, scan="systematic")
+    with pytest.raises(ValueError, match="applies to sampler='mh' only"):
+        lag_coupling(ising, x0, x0, 3, 10, block=2)
     with pytest.raises(ValueError, match="sampler must be one of"):
         lag_coupling(ising, x0, x0, 3, 10, sampler="gibbs")
     with pytest.raises(ValueError, match="one shape"):

@@ -8,7 +8,10 @@ independent runs,
     d_TV(π_t, π) ≤ E[max(0, ⌈(τ_L − L − t)/L⌉)]        (π_t: the law after t steps from π_0),
 
 the number of non-zero terms of the telescoping sum Σ_{j≥1} h(X_{t+jL}) − h(Y_{t+(j−1)L}). The estimate is the
-mean of i.i.d. terms, one per run; `tv_bound` gives it with a normal (CLT) interval for that mean.
+mean of i.i.d. terms, one per run; `tv_bound` gives it with a normal (CLT) interval for that mean. For small L the
+terms are heavy-tailed (a rare long τ_L contributes ⌈(τ_L − L − t)/L⌉ at every t before it), so the estimate of a
+small bound rests on few runs; a lag of the order of the mixing time makes the terms 0 or 1 and the interval honest
+(Biswas et al. §3). `TVBound.steps_below(eps)` asks for at least 10/eps runs.
 τ_L counts from the first s ≥ L, so a pair with X_L = Y_0 has τ_L = L (the paper's inf over s > L gives L + 1
 there, a looser bound; both are valid, as a met pair stays met).
 
@@ -136,6 +139,9 @@ def lag_coupling(model, x0: torch.Tensor, y0: torch.Tensor, lag: int, budget: in
     check_scan(scan)
     lag, budget = check_int("lag", lag, 1), check_int("budget", budget, 1)
     block = check_int("block", block, 1)
+    if sampler == "glauber" and block != 1:
+        raise ValueError(f"block = {block} applies to sampler='mh' only (Glauber updates one site a step): pass "
+                         "sampler='mh', or block=1.")
     x0, y0 = check_pairs(model, x0, y0)
     P, n = x0.shape
     if scan == "systematic" and (lag * block) % n:
