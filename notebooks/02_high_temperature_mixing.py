@@ -171,9 +171,12 @@ boundaries = {m.name: slow_to_fast_boundary(*phase[phase.model == m.name].groupb
 
 finite_T = phase.median_time[np.isfinite(phase.median_time)]
 vmin = max(1.0, finite_T.min()) if len(finite_T) else 1.0
-fig, axes = plt.subplots(1, len(mlms), figsize=(len(mlms) * (1.1 * len(taus) + 1.5) + 1, 0.6 * len(ns) + 2.2),
-                         squeeze=False, sharey=True, layout="constrained")
-for ax, m in zip(axes[0], mlms):
+from glauber_mlm.plots import MAX_WIDTH, panels
+
+# one model per row, each as wide as the column allows, so that every cell's label reads on the page
+fig, model_axes = panels(len(mlms), width=min(MAX_WIDTH, 1.05 * len(taus) + 2.6), height=0.55 * len(ns) + 1.5,
+                         per_row=1)
+for ax, m in zip(model_axes, mlms):
     cells = phase[phase.model == m.name]
     grid_T = cells.pivot(index="length", columns="temperature", values="median_time")
     grid_met = cells.pivot(index="length", columns="temperature", values="met_fraction")
@@ -187,13 +190,13 @@ for ax, m in zip(axes[0], mlms):
         if not np.isfinite(T) and met_frac > 0:
             ax.add_patch(plt.Rectangle((c, r), 1, 1, color="0.25"))
         label = f"{T:.0f}" if np.isfinite(T) else ("none met" if met_frac == 0 else f"> {run['budget']}")
-        ax.text(c + 0.5, r + 0.5, f"{label}\n{met_frac:.0%} met", ha="center", va="center", fontsize=8,
+        ax.text(c + 0.5, r + 0.5, f"{label}\n{met_frac:.0%} met", ha="center", va="center", fontsize=9,
                 color="white" if not np.isfinite(T) or T > np.sqrt(vmin * run["budget"]) else "black")
     ax.set_xticks(np.arange(len(taus)) + 0.5, [f"{t:g}" for t in grid_T.columns])
     ax.set_yticks(np.arange(len(ns)) + 0.5, [str(n) for n in grid_T.index])
-    ax.set(xlabel="temperature τ", title=f"{m.name}: boundary τ = {boundaries[m.name]:g}")
-axes[0][0].set_ylabel("length n (tokens)")
-fig.colorbar(mesh, ax=axes[0].tolist(), label=f"median coupling step (budget {run['budget']})")
+    ax.set(xlabel=r"temperature $\tau$", ylabel=r"length $n$ (tokens)",
+           title=rf"{m.name}: slow-to-fast boundary $\tau = {boundaries[m.name]:g}$")
+fig.colorbar(mesh, ax=model_axes, label=f"median coupling step\n(budget {run['budget']})")
 run.save_figure(fig, "phase_diagram")
 for name, b in boundaries.items():
     print(f"{name}: slow-to-fast boundary τ = {b:g}" + ("" if np.isfinite(b) else " (the highest grid temperature does not couple every length)"))
@@ -332,7 +335,9 @@ for row in exp_rows:
 exponent
 
 # %%
-fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+from glauber_mlm.plots import legend_outside, log_axis_at, panels
+
+fig, axes = panels(2, height=4.6)
 for tau in scaling_taus:
     g = scaling_times[scaling_times.temperature == tau]
     rows = [(n, *censored_median_ci(c.time, c.met, seed=run["seed"])) for n, c in g.groupby("length")]
@@ -341,8 +346,8 @@ for tau in scaling_taus:
         continue
     nlogn = n_ * np.log(n_)
     high = np.minimum(high, 11 * med)  # an infinite upper end (censored resamples) drawn as a long bar
-    interval_errorbar(axes[0], n_, med / nlogn, low / nlogn, high / nlogn, marker="o", capsize=3, label=f"τ = {tau:g}")
-    bars = interval_errorbar(axes[1], n_, med, low, high, marker="o", ls="none", capsize=3, label=f"τ = {tau:g}")
+    interval_errorbar(axes[0], n_, med / nlogn, low / nlogn, high / nlogn, marker="o", capsize=3, label=rf"$\tau = {tau:g}$")
+    bars = interval_errorbar(axes[1], n_, med, low, high, marker="o", ls="none", capsize=3, label=rf"$\tau = {tau:g}$")
     fits = scaling[scaling.temperature == tau].set_index("law")
     free = exponent[exponent.temperature == tau].iloc[0]
     grid_n = np.geomspace(n_.min(), n_.max(), 50)
@@ -350,12 +355,14 @@ for tau in scaling_taus:
         axes[1].plot(grid_n, fits.loc[law, "C"] * law_function(law)(grid_n), style, color=bars[0].get_color(),
                      alpha=0.6, lw=1)
     axes[1].plot(grid_n, free.C * grid_n**free.beta, "-.", color=bars[0].get_color(), alpha=0.9, lw=1.5)
-axes[0].set(xscale="log", xlabel="length n", ylabel="median T / (n log n)", title="flat lines: T ∝ n log n")
-axes[1].set(xscale="log", yscale="log", xlabel="length n", ylabel="median coupling step T",
-            title="fits: n (dotted), n log n (solid), n² (dashed), n^β (dash-dot)")
+axes[0].set(xscale="log", xlabel=r"length $n$", ylabel=r"median $T \,/\, (n \log n)$", title=r"flat lines: $T \propto n \log n$")
+axes[1].set(xscale="log", yscale="log", xlabel=r"length $n$", ylabel=r"median coupling step $T$", title="fitted growth laws")
 for ax in axes:
-    ax.legend(fontsize=8)
-fig.tight_layout()
+    log_axis_at(ax, scaling_ns)
+legend_outside(axes[0], "below", ncol=max(1, len(scaling_taus)))
+for law, style in ((r"$n$", ":"), (r"$n \log n$", "-"), (r"$n^2$", "--"), (r"$n^\beta$ (free)", "-.")):
+    axes[1].plot([], [], style, color="0.4", label=law)
+legend_outside(axes[1], "below", ncol=3)
 run.save_figure(fig, "scaling")
 verdicts
 

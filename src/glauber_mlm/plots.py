@@ -22,9 +22,10 @@ MAX_WIDTH = 9.0  # inches at DPI: the widest a saved figure may be, so that its 
 MAX_PER_ROW = 2  # panels side by side; more go to further rows
 
 
-def panels(n: int, width: float = MAX_WIDTH, height: float = 3.4, per_row: int = MAX_PER_ROW, **subplots_kw):
+def panels(n: int, width: float = MAX_WIDTH - 0.25, height: float = 3.4, per_row: int = MAX_PER_ROW, **subplots_kw):
     """The book's figure of `n` panels: at most two per row (the rest on further rows), `width` ≤ MAX_WIDTH inches,
     `height` inches per row, constrained layout (so that legends and colour bars outside the axes are given room).
+    The default width leaves room for the padding of `Run.save_figure`'s tight bounding box.
 
     Returns (fig, axes) with `axes` a flat list of the n panels (an odd last row's empty slot removed).
     `subplots_kw` goes to `plt.subplots` (sharex, sharey, gridspec_kw …). A wider figure is refused: it would be
@@ -94,6 +95,19 @@ def interval_errorbar(ax, x, estimate, low, high, arrow: float = 0.5, **kwargs):
         ax.errorbar(x[open_top], estimate[open_top], yerr=[0 * top[open_top], (top - estimate)[open_top]], lolims=True,
                     fmt="none", color=bars[0].get_color(), lw=kwargs.get("lw", kwargs.get("linewidth")))
     return bars
+
+
+def log_axis_at(ax, values, axis: str = "x") -> None:
+    """A log axis ticked and labelled at `values` only (the grid's lengths, batch sizes …), no minor ticks; the fixed
+    labels are kept by `plain_log_ticks`."""
+    from matplotlib.ticker import FixedFormatter, NullLocator
+
+    values = sorted(float(v) for v in values)
+    target = ax.xaxis if axis == "x" else ax.yaxis
+    (ax.set_xscale if axis == "x" else ax.set_yscale)("log")
+    target.set_ticks(values)
+    target.set_major_formatter(FixedFormatter([f"{v:g}" for v in values]))
+    target.set_minor_locator(NullLocator())
 
 
 def temperature_axis(ax, temperatures) -> None:
