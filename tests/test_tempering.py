@@ -7,6 +7,8 @@ import torch
 from glauber_mlm import exact, metropolis
 from glauber_mlm import tempering as tempering_module
 from glauber_mlm.calibration import chain_counts
+from glauber_mlm.metropolis import pseudo_log_likelihood
+from glauber_mlm.scan_order import all_states
 from glauber_mlm.stats import tv_null_test
 from glauber_mlm.tempering import ladder, replica_exchange, swap_log_ratio, track_round_trips
 
@@ -109,12 +111,17 @@ def test_a_run_is_a_function_of_its_seed(two_wells):
     assert not torch.equal(a.cold, c.cold)
 
 
-def test_pll_energy_runs_on_an_incompatible_model():
-    """On incompatible conditionals the target is π_PLL^τ ∝ exp(PLL/τ): an energy exists, so swaps are defined."""
-    model = exact.incompatible_pairwise(3, 3, scale=1.0, seed=3)
-    res = replica_exchange(model, torch.zeros(8, 3, dtype=torch.int64), [1.0, 2.0], 10, 4, seed=1)
-    assert res.forward_rows > 8 * 2 * 10 * 4  # PLL energies cost n rows per evaluation
-    assert np.isfinite(res.swap_rates).all()
+def test_pll_energy_on_an_incompatible_model_gives_the_exact_pll_law():
+    """On incompatible conditionals the target is π_PLL^τ ∝ exp(PLL/τ): an energy exists, so swaps are defined, and
+    the cold replica's law is π_PLL at τ_0, enumerated."""
+    model = exact.incompatible_pairwise(3, 3, scale=1.5, seed=2)
+    res = replica_exchange(model, torch.zeros(32, 3, dtype=torch.int64), [0.5, 1.0, 2.0], 100, 4, seed=0)
+    assert res.forward_rows > 32 * 3 * 100 * 4  # PLL energies cost n rows per evaluation
+    assert np.isfinite(res.swap_rates).all() and (res.swap_rates > 0.3).all()
+    pll = pseudo_log_likelihood(model, all_states(3, 3))
+    law = torch.softmax(pll / 0.5, 0).numpy()
+    got = tv_null_test(chain_counts(res.cold[100:], 3), law)
+    assert got["p_value"] > 0.01, got
 
 
 def test_bad_input_is_refused_with_the_fix(two_wells):
