@@ -175,24 +175,26 @@ run.save_table(per_state, "stationary_law_states")
 stationary
 
 # %%
-fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 4.2))
+from glauber_mlm.plots import legend_outside, panels
+
+fig, (a1, a2) = panels(2, height=4.6)
 for scan, marker in (("random", "o"), ("systematic", "x")):
     row = stationary.set_index("scan").loc[scan]
     a1.scatter(per_state["exact"], per_state[f"{scan}_scan"], s=12, marker=marker, alpha=0.7,
                label=f"{scan} scan: TV = {row.tv:.4f}")
     c = convergence[convergence.scan == scan]
-    line = a2.plot(c.samples, c.tv, marker=marker, label=f"{scan} scan vs exact π (band: 95 % of the null at N_eff)")
+    line = a2.plot(c.samples, c.tv, marker=marker, label=rf"{scan} scan vs exact $\pi$ (band: null at $N_{{\mathrm{{eff}}}}$)")
     a2.fill_between(c.samples, c.null_low, c.null_high, color=line[0].get_color(), alpha=0.15)
     a2.plot(c.samples, c.tv_to_wrong_law, marker=marker, ls=":", color="grey")
 top = per_state["exact"].max() * 1.1
 a1.plot([0, top], [0, top], "k--", lw=1, label="empirical = exact")
-a1.set(xlabel="exact π(x)", ylabel="empirical frequency", title=f"Potts chain, n={n_law}, q={q_law}, τ={tau_law}")
-a1.legend(fontsize=8)
+a1.set(xlabel=r"exact $\pi(x)$", ylabel="empirical frequency", title=rf"Potts chain, $n = {n_law}$, $q = {q_law}$, $\tau = {tau_law}$")
+legend_outside(a1, "below", ncol=1)
 c = convergence[convergence.scan == "random"]
-a2.plot(c.samples, c.iid_floor, "k--", label="iid sample of the nominal size from π (mean)")
-a2.plot([], [], ls=":", color="grey", label="vs the law at 1.25 τ (control)")
+a2.plot(c.samples, c.iid_floor, "k--", label=r"iid sample of the nominal size from $\pi$ (mean)")
+a2.plot([], [], ls=":", color="grey", label=r"vs the law at $1.25\,\tau$ (control)")
 a2.set(xscale="log", yscale="log", xlabel="recorded states", ylabel="TV", title="TV falls with the sample size")
-a2.legend(fontsize=8)
+legend_outside(a2, "below", ncol=1)
 run.save_figure(fig, "stationary_law")
 
 # %% [markdown]
@@ -290,27 +292,30 @@ display(scaling.pivot(index="temperature", columns="law", values="r2_log").round
 slow_table
 
 # %%
-fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 4))
+from glauber_mlm.plots import legend_outside, log_axis_at, panels
+
+fig, (a1, a2) = panels(2, height=4.8)
 hi_rows = ising_coupling[ising_coupling.regime == "high"]
 for k, (tau, sub) in enumerate(hi_rows.groupby("temperature")):
     sub = sub[np.isfinite(sub.median_time)]  # a censored median (half the pairs or more unmet) has no point to draw
     nl = sub.length * np.log(sub.length)
     interval_errorbar(a1, sub.length, sub.median_time / nl, sub.ci_low / nl, sub.ci_high / nl,
-                      marker="o", capsize=3, color=f"C{k}", label=f"τ = {tau:g}: median T/(n log n)")
-    a1.plot(sub.length, sub.path_coupling_estimate / nl, ":", color=f"C{k}", label=f"τ = {tau:g}: (n/δ) log(n/2) / (n log n)")
-a1.set(xscale="log", xlabel="length n", ylabel="T / (n log n)", title="high temperature: T ≈ C · n log n")
-a1.set_xticks(ns, [str(n) for n in ns])
+                      marker="o", capsize=3, color=f"C{k}", label=rf"$\tau = {tau:g}$: median $T/(n \log n)$")
+    a1.plot(sub.length, sub.path_coupling_estimate / nl, ":", color=f"C{k}",
+            label=rf"$\tau = {tau:g}$: $(n/\delta) \log(n/2) \,/\, (n \log n)$")
+a1.set(xlabel=r"length $n$", ylabel=r"$T / (n \log n)$", title=r"high temperature: $T \approx C\, n \log n$")
+log_axis_at(a1, ns)
 a1.set_ylim(bottom=0)
-a1.legend(fontsize=7)
+legend_outside(a1, "below", ncol=1)
 x = J / lo_rows.temperature
 drawn = np.isfinite(lo_rows.median_time)
 interval_errorbar(a2, x[drawn], lo_rows.median_time[drawn], lo_rows.ci_low[drawn], lo_rows.ci_high[drawn],
-                  marker="o", capsize=3, ls="none", label=f"median T, n = {n_low}, from 00…0 vs 11…1")
+                  marker="o", capsize=3, ls="none", label=rf"median $T$, $n = {n_low}$, from 00…0 vs 11…1")
 xs = np.linspace(x.min(), x.max(), 50)
 a2.plot(xs, np.exp(slow["intercept"] + slow["slope"] * xs), "k--",
-        label=f"fit: b = {slow['slope']:.2f} [{slow['slope_low']:.2f}, {slow['slope_high']:.2f}]")
-a2.set(yscale="log", xlabel="J / τ", ylabel="coupling time (steps)", title="low temperature: exponential slow-down")
-a2.legend(fontsize=8)
+        label=rf"fit: $b = {slow['slope']:.2f}$ [{slow['slope_low']:.2f}, {slow['slope_high']:.2f}]")
+a2.set(yscale="log", xlabel=r"$J / \tau$", ylabel="coupling time (steps)", title="low temperature: exponential slow-down")
+legend_outside(a2, "below", ncol=1)
 run.save_figure(fig, "ising_coupling")
 
 # %% [markdown]
@@ -375,18 +380,24 @@ run.save_table(rect_cal, "rectangle_calibration")
 rect_cal
 
 # %%
-fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 4))
+import matplotlib.ticker as mticker
+
+from glauber_mlm.plots import legend_outside, panels
+
+fig, (a1, a2) = panels(2, height=4.4)
 bins = np.logspace(-10, 2, 49)
 for name, r in rho.items():
     a1.hist(np.abs(r) + 1e-12, bins=bins, histtype="step", lw=1.5, label=name)
 a1.axvline(tol, color="k", ls="--", lw=1, label=f"tolerance {tol:.1e}")
-a1.set(xscale="log", xlabel="|ρ|  (0 drawn at 1e-12)", ylabel="rectangles", title="|ρ| per model")
-a1.legend(fontsize=7)
+a1.set(xscale="log", xlabel=r"$|\rho|$  (0 drawn at $10^{-12}$)", ylabel="rectangles", title=r"$|\rho|$ per model")
+a1.xaxis.set_major_locator(mticker.LogLocator(numticks=5))
+a1.xaxis.set_minor_formatter(mticker.NullFormatter())
+legend_outside(a1, "below", ncol=1)
 inc = "random pairwise (incompatible)"
 a2.scatter(truth[inc], rho[inc], s=10)
 lim = np.abs(truth[inc]).max() * 1.1
 a2.plot([-lim, lim], [-lim, lim], "k--", lw=1)
-a2.set(xlabel="closed form −Δ²(W_ij − W_jiᵀ)", ylabel="measured ρ", title="incompatible toy: measured = closed form")
+a2.set(xlabel=r"closed form $-\Delta^2(W_{ij} - W_{ji}^{\top})$", ylabel=r"measured $\rho$", title="incompatible toy: measured = closed form")
 run.save_figure(fig, "rectangle_calibration")
 
 # %% [markdown]
@@ -453,19 +464,22 @@ run.save_table(influence_cal, "influence_calibration")
 influence_cal
 
 # %%
-fig, ax = plt.subplots(figsize=(6, 4))
+from glauber_mlm.plots import legend_outside, panels
+
+fig, (ax,) = panels(1, width=8.5, height=4.2)
 ts = np.geomspace(min(infl_taus) * 0.8, max(infl_taus) * 1.2, 100)
-ax.plot(ts, np.tanh(J / ts), "k-", lw=1, label="tanh(J/τ) (Ising, closed form)")
-ax.plot(ts, np.tanh(J / ts) / 2, "k:", lw=1, label="tanh(J/τ)/2 (interior α)")
+ax.plot(ts, np.tanh(J / ts), "k-", lw=1, label=r"$\tanh(J/\tau)$ (Ising, closed form)")
+ax.plot(ts, np.tanh(J / ts) / 2, "k:", lw=1, label=r"$\tanh(J/\tau)/2$ (interior $\alpha$)")
+mathtext = {"total influence": r"total influence $\alpha$", "interior α_{i,i+1}": r"interior $\alpha_{i,i+1}$"}
 for quantity, marker in (("total influence", "o"), ("interior α_{i,i+1}", "s")):
     sub = influence_cal[(influence_cal.quantity == quantity)]
-    ax.scatter(sub.temperature, sub.measured, marker=marker, zorder=3, label=f"measured {quantity}")
+    ax.scatter(sub.temperature, sub.measured, marker=marker, zorder=3, label=f"measured {mathtext[quantity]}")
 p3 = influence_cal[influence_cal.model.str.startswith("random")]
-ax.plot(p3.temperature, p3.truth, "C2-", marker="^", label="pairwise q=3: exact sup")
-ax.plot(p3.temperature, p3.measured, "C3--", marker="v", label="pairwise q=3: 4 sampled contexts (lower bound)")
+ax.plot(p3.temperature, p3.truth, "C2-", marker="^", label=r"pairwise $q = 3$: exact sup")
+ax.plot(p3.temperature, p3.measured, "C3--", marker="v", label=r"pairwise $q = 3$: 4 sampled contexts (lower bound)")
 ax.axhline(1, color="grey", lw=0.8)
-ax.set(xscale="log", xlabel="temperature τ", ylabel="influence", title="Dobrushin influence: measured vs exact")
-ax.legend(fontsize=7)
+ax.set(xscale="log", xlabel=r"temperature $\tau$", ylabel="influence", title="Dobrushin influence: measured vs exact")
+legend_outside(ax, "right")
 run.save_figure(fig, "influence_calibration")
 
 # %% [markdown]
