@@ -166,15 +166,17 @@ rhat = run.save_table(pd.DataFrame(rows), "rhat")
 rhat
 
 # %%
-fig, axes = plt.subplots(1, T, figsize=(3.6 * T, 3.2), sharey=True)
+from glauber_mlm.plots import legend_outside, panels
+
+fig, axes = panels(T, height=2.8, sharey=True)
 for ax, k in zip(axes, range(T)):
     ax.plot(read_at, pll[:, k * C:(k + 1) * C], lw=1, alpha=0.8)
     ax.axvspan(0, budget / 2, color="0.9", zorder=0)
-    ax.set(title=f"τ = {taus[k]:g}", xlabel="step")
-axes[0].set_ylabel("PLL(x) of the state")
-fig.suptitle(f"{C} Glauber chains per temperature from different passages (n = {n}); grey: warm-up, "
-             "not read by R̂", fontsize="medium")
-fig.tight_layout()
+    ax.set(title=rf"$\tau = {taus[k]:g}$", xlabel="step")
+for ax in axes[::2]:
+    ax.set_ylabel(r"$\mathrm{PLL}(x)$ of the state")
+fig.suptitle(rf"{C} Glauber chains per temperature from different passages ($n = {n}$); grey: warm-up, "
+             r"not read by $\widehat{R}$", fontsize="medium")
 run.save_figure(fig, "pll_traces")
 
 # %% [markdown]
@@ -240,7 +242,9 @@ views[["temperature", "max_rhat", "p_late", "median_time", "regime",
 
 # %%
 RHAT_CEILING = 2.0  # larger (or infinite) R̂ is drawn at the ceiling, with a triangle: the thresholds stay apart
-fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
+from glauber_mlm.plots import legend_outside, panels
+
+fig, (left, right) = panels(2, height=4.6)
 for name, g in rhat.groupby("summary", sort=False):
     shown = g.rhat.clip(upper=RHAT_CEILING)
     left.plot(g.temperature, shown, marker="o", label=name)
@@ -248,24 +252,23 @@ for name, g in rhat.groupby("summary", sort=False):
     left.plot(g.temperature[over], shown[over], "^", ms=11, color="black")
 for h, style in zip(THRESHOLDS, ("--", ":")):
     left.axhline(h, color="black", ls=style, lw=1, label=f"threshold {h:g}")
-left.set(ylabel="R̂ (second half of each chain)", xlabel="temperature τ",
-         title=f"R̂ over {C} chains from different passages")
-left.legend(fontsize=8)
+left.set(ylabel=r"$\widehat{R}$ (second half of each chain)", xlabel=r"temperature $\tau$",
+         title=rf"$\widehat{{R}}$ over {C} chains from different passages")
+legend_outside(left, "below", ncol=1)
 censored = ~np.isfinite(views.median_time)
 estimate = np.where(censored, budget, views.median_time)
 interval_errorbar(right, views.temperature, estimate, np.minimum(views.median_low, estimate),
                   np.where(censored, np.inf, views.median_high), marker="o", capsize=3, ls="none", color="C2")
 for row, y in zip(views.itertuples(), estimate):
-    right.annotate(f"P(T > budget) = {row.p_late:.0%}\n{row.regime}", (row.temperature, y), fontsize=7,
+    right.annotate(f"P(T > budget) = {row.p_late:.0%}\n{row.regime}", (row.temperature, y), fontsize=8,
                    textcoords="offset points", xytext=(6, -18))
 right.axhline(budget, color="black", ls="--", lw=1, label="budget (arrow: median beyond it)")
 right.axhline(budget / 2, color="black", ls=":", lw=1, label="half the budget (fast: every pair met before)")
-right.set(yscale="log", ylabel="median coupling step (Kaplan–Meier)", xlabel="temperature τ",
+right.set(yscale="log", ylabel="median coupling step\n(Kaplan–Meier)", xlabel=r"temperature $\tau$",
           title=f"coupled Glauber, {P} pairs per temperature")
-right.legend(fontsize=8)
+legend_outside(right, "below", ncol=1)
 for ax in (left, right):
     temperature_axis(ax, taus)
-fig.tight_layout()
 run.save_figure(fig, "rhat_and_coupling")
 
 rows = []
@@ -370,13 +373,15 @@ acceptance
 cells.pivot(index="temperature", columns="sampler", values=["p_late", "median_time"])
 
 # %%
-fig, axes = plt.subplots(1, 3, figsize=(14, 4))
+from glauber_mlm.plots import legend_outside, panels
+
+fig, axes = panels(3, height=4.0)
 for (L, g), shift in zip(acceptance.groupby("length"), np.linspace(0.96, 1.04, len(mh_lengths))):
     interval_errorbar(axes[0], g.temperature * shift, g.acceptance, g.acceptance_low, g.acceptance_high, marker="o",
-                      capsize=3, label=f"accepted, of the proposals tested (n = {L})")
+                      capsize=3, label=rf"accepted, of the proposals tested ($n = {L}$)")
 axes[0].plot(at_n.temperature, at_n.changing_share, "s--", color="grey",
-             label=f"proposals that change a token (n = {n})")
-axes[0].set(ylim=(0, 1.02), ylabel="share", title=f"MH with PLL target, {M} chains per τ and n")
+             label=rf"proposals that change a token ($n = {n}$)")
+axes[0].set(ylim=(0, 1.02), ylabel="share", title=rf"MH with PLL target, {M} chains per $\tau$ and $n$")
 for (sampler, g), shift in zip(cells.groupby("sampler"), (0.97, 1.03)):
     x = g.temperature * shift  # side by side on the log axis
     interval_errorbar(axes[1], x, g.p_late, g.p_late_low, g.p_late_high, marker="o", capsize=3, ls="none",
@@ -385,14 +390,13 @@ for (sampler, g), shift in zip(cells.groupby("sampler"), (0.97, 1.03)):
     estimate = np.where(censored, budget, g.median_time)
     interval_errorbar(axes[2], x, estimate, np.minimum(g.median_low, estimate),
                       np.where(censored, np.inf, g.median_high), marker="o", capsize=3, ls="none", label=sampler)
-axes[1].set(ylim=(-0.02, 1.02), ylabel="P(T > budget)", title="pairs that did not meet within the budget")
+axes[1].set(ylim=(-0.02, 1.02), ylabel=r"$P(T > \mathrm{budget})$", title="pairs not met within the budget")
 axes[2].axhline(budget, color="black", ls="--", lw=1, label="budget (arrow: median beyond it)")
-axes[2].set(yscale="log", ylabel="median coupling step (Kaplan–Meier)", title="coupling time")
+axes[2].set(yscale="log", ylabel="median coupling step\n(Kaplan–Meier)", title="coupling time")
 for ax in axes:
     temperature_axis(ax, taus)
-    ax.set_xlabel("temperature τ")
-    ax.legend(fontsize=8)
-fig.tight_layout()
+    ax.set_xlabel(r"temperature $\tau$")
+    legend_outside(ax, "below", ncol=1)
 run.save_figure(fig, "glauber_vs_mh")
 
 by_sampler = cost.set_index(["sampler", "run"]).rows_per_chain_step
