@@ -174,19 +174,20 @@ summary = run.save_table(pd.DataFrame(summaries), "summary")
 summary
 
 # %%
-fig, axes = plt.subplots(1, len(mlms), figsize=(6 * len(mlms), 4), squeeze=False)
+from glauber_mlm.plots import legend_outside, panels
+
+fig, model_axes = panels(len(mlms), height=4.2)
 floor = 1e-12  # |ρ| can be exactly 0 (e.g. when a rectangle's queries coincide); drawn at this floor
-for ax, mlm, row in zip(axes[0], mlms, summaries):
+for ax, mlm, row in zip(model_axes, mlms, summaries):
     mine = np.maximum(rectangles.loc[rectangles.model == mlm.name, "abs_rho"].to_numpy(), floor)
     ref = np.maximum(compat_rho[mlm.name], floor)
     bins = np.logspace(np.log10(min(mine.min(), ref.min())), np.log10(max(mine.max(), ref.max())) + 0.1, 60)
-    ax.hist(ref, bins=bins, alpha=0.6, color="tab:gray", label=f"compatible exact model (float noise; exact zeros at {floor:g})")
+    ax.hist(ref, bins=bins, alpha=0.6, color="tab:gray", label=f"compatible exact model (float noise; zeros at {floor:g})")
     ax.hist(mine, bins=bins, alpha=0.7, color="tab:blue", label=f"{mlm.name}")
     ax.axvline(row["tolerance"], color="black", ls="--", label=f"tolerance {row['tolerance']:.1e}")
-    ax.set(xscale="log", xlabel="|ρ| = |log R|", ylabel="rectangles",
-           title=f"{mlm.name}: {row['fraction_certified']:.1%} certified incompatible")
-    ax.legend(fontsize=8)
-fig.tight_layout()
+    ax.set(xscale="log", xlabel=r"$|\rho| = |\log R|$", ylabel="rectangles",
+           title=f"{mlm.name}: {row['fraction_certified']:.1%} certified")
+    legend_outside(ax, "below", ncol=1)
 run.save_figure(fig, "rho_distribution")
 
 # %% [markdown]
@@ -231,15 +232,17 @@ for mlm, row in zip(mlms, summaries):
                                   fraction_above=frac, ci_low=low, ci_high=high, identity_error=identity))
 by_temperature = run.save_table(pd.DataFrame(temp_rows), "temperature")
 
-fig, ax = plt.subplots(figsize=(6, 4))
+from glauber_mlm.plots import legend_outside, panels
+
+fig, (ax,) = panels(1, width=8.5, height=4.0)
 for k, mlm in enumerate(mlms):
     for kind, style in (("tolerance", "-"), ("practical", ":")):
         g = by_temperature[(by_temperature.model == mlm.name) & (by_temperature.threshold_kind == kind)]
         interval_errorbar(ax, g.temperature, g.fraction_above, g.ci_low, g.ci_high, marker="o", capsize=3, ls=style,
-                          color=f"C{k}", label=f"{mlm.name}: |ρ_τ| > {'tolerance' if kind == 'tolerance' else run['practical']}")
+                          color=f"C{k}", label=rf"{mlm.name}: $|\rho_\tau| >$ {'tolerance' if kind == 'tolerance' else run['practical']}")
 temperature_axis(ax, temps)
-ax.set(xlabel="temperature τ", ylabel="fraction of rectangles above threshold", ylim=(-0.02, 1.02))
-ax.legend(fontsize=8)
+ax.set(xlabel=r"temperature $\tau$", ylabel="share of rectangles\nabove the threshold", ylim=(-0.02, 1.02))
+legend_outside(ax, "right")
 run.save_figure(fig, "fraction_against_temperature")
 for name, err in by_temperature.groupby("model").identity_error.max().items():
     print(f"{name}: largest |ρ_τ·τ − ρ_1| over the temperatures {err:.1e}")
@@ -285,15 +288,18 @@ for mlm in mlms:
 influence_bins = run.save_table(pd.DataFrame(bin_rows), "influence_bins")
 correlation = run.save_table(pd.DataFrame(corr_rows), "influence_correlation")
 
-fig, ax = plt.subplots(figsize=(6, 4))
+from glauber_mlm.plots import legend_outside, panels
+
+fig, (ax,) = panels(1, width=8.5, height=4.0)
 for mlm in mlms:
     t = rectangles[rectangles.model == mlm.name]
     ax.scatter(t.influence, np.maximum(t.abs_rho, floor), s=4, alpha=0.25)
     g = influence_bins[influence_bins.model == mlm.name]
     interval_errorbar(ax, g.influence_median, g.median_abs_rho, g.ci_low, g.ci_high,
-                      marker="o", capsize=3, label=f"{mlm.name}: binned median |ρ|")
-ax.set(xscale="log", yscale="log", xlabel="token-level influence ½[TV_i + TV_j]", ylabel="|ρ|")
-ax.legend(fontsize=8)
+                      marker="o", capsize=3, label=rf"{mlm.name}: binned median $|\rho|$")
+ax.set(xscale="log", yscale="log", xlabel=r"token-level influence $\frac{1}{2}\,[\mathrm{TV}_i + \mathrm{TV}_j]$",
+       ylabel=r"$|\rho|$")
+legend_outside(ax, "right")
 run.save_figure(fig, "rho_against_influence")
 correlation
 
@@ -372,19 +378,21 @@ for mlm in mlms:
 compat_pairs_table = run.save_table(pd.concat(compat_tables, ignore_index=True), "compatibility")
 compat_summary = run.save_table(pd.DataFrame(compat_summaries), "compatibility_summary")
 
-fig, axes = plt.subplots(1, len(mlms), figsize=(6 * len(mlms), 4), squeeze=False)
+from glauber_mlm.plots import legend_outside, panels
+
+fig, model_axes = panels(len(mlms), height=4.6)
 flagged_by = {(True, True): "both", (True, False): "rectangle only", (False, True): "residual only", (False, False): "neither"}
-for ax, row in zip(axes[0], compat_summaries):
+for ax, row in zip(model_axes, compat_summaries):
     t = compat_pairs_table[compat_pairs_table.model == row["model"]]
     shown = pd.DataFrame({"|ρ|": np.maximum(t.abs_rho, floor), "residual RMS": np.maximum(t.rms, floor),
                           "flagged by": [flagged_by[c, f] for c, f in zip(t.certified, t.flagged)]})
     sns.scatterplot(data=shown, x="|ρ|", y="residual RMS", hue="flagged by", hue_order=list(flagged_by.values()),
                     s=18, alpha=0.7, ax=ax)
-    ax.axvline(summary.set_index("model").tolerance[row["model"]], color="black", ls="--", lw=1, label="tolerance of ρ")
+    ax.axvline(summary.set_index("model").tolerance[row["model"]], color="black", ls="--", lw=1, label=r"tolerance of $\rho$")
     ax.axhline(row["tolerance"], color="black", ls=":", lw=1, label="tolerance of the residual")
-    ax.set(xscale="log", yscale="log", title=f"{row['model']}: k = {row['k']}, Spearman {row['spearman']:+.2f}")
-    ax.legend(fontsize=8)
-fig.tight_layout()
+    ax.set(xscale="log", yscale="log", xlabel=r"$|\rho|$", ylabel="residual RMS",
+           title=rf"{row['model']}: $k = {row['k']}$, Spearman {row['spearman']:+.2f}")
+    legend_outside(ax, "below", ncol=2)
 run.save_figure(fig, "residual_against_rho")
 
 glue("compat_agreement", Markdown("\n".join(
