@@ -111,10 +111,10 @@ def test_02_coupled_pairs_never_exceed_the_plan_and_match_it_when_none_can_meet(
 
 def test_03_chains_match_the_plan_exactly(mlm):
     p, works = smoke("03_metastability_traps")
-    n, P, S = p["length"], len(p["starts"]), p["seeds"]
+    n, P, S = p["length"], p["starts"], p["seeds"]
     rows = load_passages(p["passages"])
     all_states, kept = mlm.encode([r["text"] for r in rows], n)
-    x_starts = all_states[p["starts"]]
+    x_starts = sample_passages(mlm, rows, n, P, seed=p["seed"])[0]
     cal_rows = np.sort(np.random.default_rng(p["seed"]).choice(len(kept), size=p["calibration_passages"], replace=False))
     counted = CountingModel(mlm)
     neighbours, _ = semantic.one_token_neighbours(counted, all_states[cal_rows], per_state=p["neighbours"],
@@ -131,7 +131,9 @@ def test_03_chains_match_the_plan_exactly(mlm):
     reach = gm.glauber(escape, x_starts[np.tile(np.arange(p["chains"]) % P, len(p["temperatures"]))], p["reach_steps"],
                        temperature=taus, seed=p["seed"] + 1000, record_every=p["record_every"], speculate=1)
     assert (escape.rows, escape.calls) == (line(works, "escape chains").rows, line(works, "escape chains").calls)
-    sentences = len(cal_rows) + len(neighbours) + math.prod(traj.states.shape[:2]) + math.prod(reach.states.shape[:2])
+    matched_null = traj.states.shape[0] * PS  # the matched-rate null's records, as many as the low-τ chains'
+    sentences = (len(cal_rows) + len(neighbours) + math.prod(traj.states.shape[:2]) + matched_null
+                 + math.prod(reach.states.shape[:2]))
     assert sentences == line(works, "sentences embedded").rows
 
 
@@ -294,7 +296,8 @@ def test_command_prints_every_notebook_and_the_verdict(capsys):
     assert main(["plan", "--profile", "smoke", "--tflops", "1", "--latency-ms", "2", "--target-hours", "1"]) == 0
     out = capsys.readouterr().out
     for name in ("00_exact_models", "01_rectangle_test", "02_high_temperature_mixing", "03_metastability_traps",
-                 "04_political_basins", "05_influence_and_margin", "06_has_my_chain_mixed", "## Summary"):
+                 "04_political_basins", "05_influence_and_margin", "06_has_my_chain_mixed", "07_how_long_must_i_run",
+                 "## Summary"):
         assert name in out
     assert "target: 1 h; estimated" in out and ": fits." in out
 
@@ -320,3 +323,27 @@ def test_command_overrides_apply_to_the_notebooks_that_declare_them(capsys):
 def test_command_refuses_bad_input_naming_the_fix(argv, message, capsys):
     assert main(["plan", "--profile", "smoke", *argv]) == 1
     assert message in capsys.readouterr().err
+
+
+def test_07_lag_runs_and_exact_models_against_the_plan(mlm, texts):
+    """The L-lag runs of each length (the library's own row count) and the tempering rows never exceed the plan."""
+    from glauber_mlm.lag_coupling import lag_coupling
+    from glauber_mlm.tempering import ladder, replica_exchange
+
+    p, works = smoke("07_how_long_must_i_run")
+    taus, P = sorted(p["temperatures"]), p["pairs"]
+    T = len(taus)
+    for n in sorted(set(p["lengths"])):
+        x0, y0, _ = passage_pairs(mlm, texts, n, P, seed=p["seed"] * 1_000_003 + 7_777_777 + n)
+        res = lag_coupling(mlm, x0.repeat(T, 1), y0.repeat(T, 1), p["lag"], p["budget"],
+                           temperature=torch.tensor(taus).repeat_interleave(P),
+                           seed=p["seed"] * 1_000_000 + 800_000 + 10_000 * n + torch.arange(T * P))
+        planned = line(works, "L-lag runs", n)
+        assert T * P * p["lag"] < res.forward_rows <= planned.rows and planned.upper
+    wells = exact.potts_chain(p["well_length"], 2, coupling=p["well_coupling"])
+    start = torch.zeros(p["ensembles"], p["well_length"], dtype=torch.int64)
+    temp = replica_exchange(wells, start, ladder(1.0, p["hot"], p["rungs"]), p["rounds"], p["steps_per_round"],
+                            seed=p["seed"], energy="joint")
+    plain = gm.metropolis(wells, start, p["rungs"] * p["rounds"] * p["steps_per_round"], 1.0, seed=p["seed"],
+                          energy="joint", record_every=p["steps_per_round"])
+    assert temp.forward_rows + plain.forward_rows <= line(works, "replica exchange").rows

@@ -222,10 +222,11 @@ def count_03(p: dict) -> list[Work]:
     """03_metastability_traps: `semantic.one_token_neighbours` (calibration_passages × neighbours rows); the trap
     chains `gm.glauber(mlm, x_init, steps)` (2 · starts · seeds chains: low τ and control); the escape chains
     `gm.glauber(..., reach_steps)` (temperatures × chains); and the sentences `semantic.embed` gets: the calibration
-    passages and their neighbours, and every record of both runs (≤: repeated states are embedded once)."""
+    passages and their neighbours, every record of both runs and of the matched-rate null (starts · seeds chains,
+    no forward), ≤: repeated states are embedded once."""
     m, n, re = p["model"], p["length"], p["record_every"]
-    cal, chains_ps, reach = p["calibration_passages"], 2 * len(p["starts"]) * p["seeds"], len(p["temperatures"]) * p["chains"]
-    sentences = (cal * (1 + p["neighbours"]) + (p["steps"] // re + 1) * chains_ps
+    cal, chains_ps, reach = p["calibration_passages"], 2 * p["starts"] * p["seeds"], len(p["temperatures"]) * p["chains"]
+    sentences = (cal * (1 + p["neighbours"]) + (p["steps"] // re + 1) * chains_ps * 3 // 2
                  + (p["reach_steps"] // re + 1) * reach)
     return [Work("calibration: one-token neighbours", m, n, cal * p["neighbours"], 1),
             Work("trap chains (low τ and control)", m, n, chains_ps * p["steps"], p["steps"]),
@@ -309,10 +310,32 @@ def count_06(p: dict) -> list[Work]:
             mh("coupled MH pairs (proposals and PLL)", mh_paired_chains)]
 
 
+def count_07(p: dict) -> list[Work]:
+    """07_how_long_must_i_run, with T temperatures, P = pairs, L = lag and B = budget: per length n, the L-lag runs
+    `lag_coupling(...)` on all T · P pairs at once (T · P · L rows for the lag phase, in L steps, then ≤ 2 · T · P · B
+    for the coupled pairs, ≤ B steps). Exact models: the Ising L-lag runs at each of the two lags and the coverage
+    calibration's 2 · replicates runs at the larger lag (≤ runs · (L + 2 · budget) each, budget = 100 · ising_steps);
+    replica exchange (ensembles · rungs chains, rounds · steps_per_round MH steps, one proposal row a step) and plain
+    MH with the same rows. Upper bounds: pairs that meet leave the batch."""
+    m, T, P, L, B = p["model"], len(p["temperatures"]), p["pairs"], p["lag"], p["budget"]
+    work = [Work("L-lag runs (lag phase and coupled pairs)", m, n, T * P * (L + 2 * B), L + B, upper=True)
+            for n in sorted(set(p["lengths"]))]
+    runs, budget, lags = p["ising_runs"], 100 * p["ising_steps"], sorted(p["ising_lags"])
+    ising_runs = [(lag, 1) for lag in lags] + [(lags[-1], 2 * p["replicates"])]
+    work.append(Work("Ising L-lag runs and the coverage calibration", "Ising chain", p["ising_length"],
+                     sum(k * runs * (lag + 2 * budget) for lag, k in ising_runs),
+                     sum(k * (lag + budget) for lag, k in ising_runs), kind="exact", upper=True))
+    mh_steps = p["rounds"] * p["steps_per_round"]
+    rows = p["ensembles"] * p["rungs"] * mh_steps
+    work.append(Work("replica exchange and plain MH (equal rows)", "two-well Potts chain", p["well_length"], 2 * rows,
+                     mh_steps * (1 + p["rungs"]), kind="exact", upper=True))
+    return work
+
+
 COUNTERS: dict[str, Callable[[dict], list[Work]]] = {
     "00_exact_models": count_00, "01_rectangle_test": count_01, "02_high_temperature_mixing": count_02,
     "03_metastability_traps": count_03, "04_political_basins": count_04, "05_influence_and_margin": count_05,
-    "06_has_my_chain_mixed": count_06,
+    "06_has_my_chain_mixed": count_06, "07_how_long_must_i_run": count_07,
 }
 
 
