@@ -264,8 +264,10 @@ time_in_region = run.save_table(pd.DataFrame(tir), "time_in_region")
 time_in_region
 
 # %%
+from glauber_mlm.plots import legend_outside, panels
+
 static = base_rate.set_index("passages")
-fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+fig, axes = panels(2, height=5.0)
 ax = axes[0]
 for kind, g in time_in_region.groupby("start"):
     interval_errorbar(ax, g.temperature, g.fraction, g.ci_low, g.ci_high, marker="o", capsize=3,
@@ -276,21 +278,20 @@ for group, color in (("all passages", "0.4"), ("other topics", "tab:cyan")):
     ax.axhspan(r.ci_low, r.ci_high, color=color, alpha=0.2, lw=0)
     ax.axhline(r.fraction, color=color, lw=1, ls="--", label=f"static base rate: {group}")
 temperature_axis(ax, temps)
-ax.set(xlabel="temperature τ", ylabel="fraction of time in the political region", ylim=(-0.03, 1.03),
-       title=f"{run['steps']} steps, {run['starts']} starts × {run['seeds']} chains per point (95%)")
-ax.legend(fontsize=7)
+ax.set(xlabel=r"temperature $\tau$", ylabel="share of time in the political region", ylim=(-0.03, 1.03),
+       title=f"{run['steps']} steps, {run['starts']} starts × {run['seeds']} chains")
+legend_outside(ax, "below", ncol=1)
 ax = axes[1]
 cmap = plt.get_cmap("viridis")
 for k, tau in enumerate(temps):
     for kind, style in (("political", "-"), ("not political", ":")):
         cols = ((meta.temperature == tau) & (meta.start == kind)).to_numpy()
         ax.plot(record_steps, p_pol[:, cols].mean(1), style, color=cmap(k / max(1, len(temps) - 1)),
-                label=f"τ = {tau}" if kind == "political" else None)
+                label=rf"$\tau = {tau:g}$" if kind == "political" else None)
 ax.axhline(run["threshold"], color="k", lw=0.6)
 ax.set(xlabel="step", ylabel="mean P(political) over chains", ylim=(-0.03, 1.03),
-       title="political score along the chains (solid: political start, dotted: not)")
-ax.legend(fontsize=8)
-fig.tight_layout()
+       title="score along the chains\n(solid: political start, dotted: not)")
+legend_outside(ax, "below", ncol=3)
 run.save_figure(fig, "time_in_region")
 plt.show()
 
@@ -371,7 +372,9 @@ escape_times = run.save_table(pd.DataFrame(esc, columns=[
 escape_times
 
 # %%
-fig, ax = plt.subplots(figsize=(6, 4))
+from glauber_mlm.plots import legend_outside, panels
+
+fig, (ax,) = panels(1, width=8.5, height=4.0)
 for k, tau in enumerate(temps):
     g = escape_chains[escape_chains.temperature == tau]
     if g.empty:
@@ -379,11 +382,10 @@ for k, tau in enumerate(temps):
     S, S_low, S_high = km_survival(g.escape_step, g.escaped, record_steps)
     color = cmap(k / max(1, len(temps) - 1))
     ax.fill_between(record_steps, S_low, S_high, step="post", color=color, alpha=0.15)
-    ax.step(record_steps, S, where="post", color=color, label=f"τ = {tau} ({len(g)} chains)")
-ax.set(xlabel="step", ylabel="fraction still in the political region", ylim=(-0.03, 1.03),
+    ax.step(record_steps, S, where="post", color=color, label=rf"$\tau = {tau:g}$ ({len(g)} chains)")
+ax.set(xlabel="step", ylabel="share still in the\npolitical region", ylim=(-0.03, 1.03),
        title="Kaplan–Meier survival of the political start (95 % log-log)")
-ax.legend(fontsize=8)
-fig.tight_layout()
+legend_outside(ax, "right")
 run.save_figure(fig, "escape_times")
 plt.show()
 
