@@ -195,21 +195,22 @@ calibration = run.save_table(pd.DataFrame(
 calibration
 
 # %%
-fig, axes = plt.subplots(1, 2, figsize=(11, 3.6))
+from glauber_mlm.plots import legend_outside, panels as book_panels
+
+fig, axes = book_panels(2, height=3.8)
 ax = axes[0]
 ax.hist(jitter, bins=40, color="0.6")
 for q, r in radii.items():
     ax.axvline(r, color="tab:red", lw=2 if q == q_radius else 0.8, ls="-" if q == q_radius else ":")
-ax.set(xlabel="‖e(passage) − e(one-token neighbour)‖", ylabel="neighbours",
-       title=f"one-token jitter ({len(jitter)} neighbours): radius at q = {q_radius:g} (solid), panel (dotted)")
+ax.set(xlabel="embedding distance to a one-token neighbour", ylabel="neighbours",
+       title=f"one-token jitter ({len(jitter)} neighbours)\nradius at q = {q_radius:g} (solid), panel (dotted)")
 ax = axes[1]
 ax.hist(between, bins=40, color="0.6")
 for q, d in zip(q_deltas, deltas):
     ax.axvline(d, color="tab:blue", lw=1.2)
     ax.text(d, ax.get_ylim()[1] * 0.95, f" q={q:g}", color="tab:blue", fontsize=8, va="top")
-ax.set(xlabel="‖e(passage i) − e(passage j)‖", ylabel="pairs",
-       title=f"independent passages ({len(between)} pairs): escape distances δ")
-fig.tight_layout()
+ax.set(xlabel="embedding distance between two passages", ylabel="pairs",
+       title=f"independent passages ({len(between)} pairs)\n" r"escape distances $\delta$")
 run.save_figure(fig, "calibration")
 plt.show()
 print(f"calibrated from {len(cal_rows)} passages, before any chain ran: trap radius r = {radius:.3f} "
@@ -275,24 +276,25 @@ if run["umap"]:
     maps.append(("UMAP", um))
 run.save_table(trajectory, "trajectory")
 
-fig, axes = plt.subplots(1, len(maps) + 1, figsize=(5.2 * (len(maps) + 1), 4.4))
+from glauber_mlm.plots import legend_outside, panels as book_panels
+
+fig, axes = book_panels(len(maps) + 1, height=4.2)
 for ax, (name, Y) in zip(axes, maps):
     ax.plot(Y[:, 0], Y[:, 1], color="0.8", lw=0.5, zorder=1)
     sc = ax.scatter(Y[:, 0], Y[:, 1], c=record_steps, cmap="coolwarm_r", s=10, zorder=2)
     ax.scatter(*Y[0], marker="*", s=180, color="k", zorder=3, label="start")
     ax.set(title=f"{name} of the sentence embeddings", xlabel=f"{name} 1", ylabel=f"{name} 2")
-    ax.legend(loc="best", fontsize=8)
+    legend_outside(ax, "below", ncol=1)
 fig.colorbar(sc, ax=axes[len(maps) - 1], label="step")
 ax = axes[-1]
 for c in range(2 * PS):
     k = c % PS
     ax.plot(record_steps, dist[:, c], lw=0.8, color=f"C{chain_start[k]}", ls="-" if c < PS else ":",
             label=f"{start_ids[chain_start[k]]}" if c < PS and k % S == 0 else None)
-ax.set(title=f"distance from the start: τ = {tau_low:g} (solid), {tau_ctl:g} (dotted)", xlabel="step",
-       ylabel="‖e_t − e_0‖")
-ax.legend(fontsize=7)
+ax.set(title=rf"distance from the start: $\tau = {tau_low:g}$ (solid), ${tau_ctl:g}$ (dotted)", xlabel="step",
+       ylabel=r"$\|e_t - e_0\|$")
+legend_outside(ax, "below", ncol=2)
 fig.suptitle(f"{mlm.name}: {run['steps']} Glauber steps from {P} passages × {S} seeds")
-fig.tight_layout()
 run.save_figure(fig, "trajectory_map")
 plt.show()
 
@@ -390,7 +392,11 @@ print(f"mean time trapped: {crit['time_trapped_low']:.0%} at τ = {tau_low:g} vs
       f"over {PS} pairs. The pre-registered criterion {verdict}.")
 
 # %%
-fig, (ax, a2) = plt.subplots(1, 2, figsize=(12, 0.9 + 0.45 * 2 * PS), gridspec_kw=dict(width_ratios=[3, 2]))
+from glauber_mlm.plots import legend_outside, panels as book_panels
+
+bars_height = 0.9 + 0.3 * 2 * PS  # one bar per chain, above the survival curves
+fig, (ax, a2) = book_panels(2, height=(bars_height + 3.2) / 2, per_row=1,
+                            gridspec_kw=dict(height_ratios=[bars_height, 3.2]))
 labels = []
 for c in range(2 * PS):
     ax.plot([0, run["steps"]], [c, c], color="0.88", lw=6, solid_capstyle="butt")
@@ -399,9 +405,9 @@ for c in range(2 * PS):
                 color="tab:blue" if t.escaped else "tab:orange")
     labels.append(f"τ={tau_low if c < PS else tau_ctl:g} {start_ids[chain_start[c % PS]]} s{chain_seed[c % PS]}")
 ax.axhline(PS - 0.5, color="k", lw=0.6)
-ax.set(yticks=range(2 * PS), xlabel="step", title=f"traps (r = {radius:.3f}, ≥ {run['min_dwell']} steps): "
+ax.set(yticks=range(2 * PS), xlabel="step", title=rf"traps ($r = {radius:.3f}$, ≥ {run['min_dwell']} steps): "
        "blue escaped, orange censored")
-ax.set_yticklabels(labels, fontsize=7)
+ax.set_yticklabels(labels, fontsize=8)
 ax.invert_yaxis()
 grid = np.arange(0, run["steps"] + 1)
 for k, color in zip(kinds, ("tab:blue", "tab:red")):
@@ -409,12 +415,11 @@ for k, color in zip(kinds, ("tab:blue", "tab:red")):
     if len(tk):
         Sv, S_low, S_high = km_survival(tk.dwell, tk.escaped, grid)
         a2.fill_between(grid, S_low, S_high, step="post", alpha=0.15, color=color)
-        a2.step(grid, Sv, where="post", color=color, label=f"{k} (τ = {kinds[k]:g}), {len(tk)} traps")
+        a2.step(grid, Sv, where="post", color=color, label=rf"{k} ($\tau = {kinds[k]:g}$), {len(tk)} traps")
 if len(traps):
-    a2.legend(fontsize=8)
-a2.set(xlabel="dwell (steps)", ylabel="fraction of traps not yet left", ylim=(-0.03, 1.03),
+    legend_outside(a2, "right")
+a2.set(xlabel="dwell (steps)", ylabel="share of traps\nnot yet left", ylim=(-0.03, 1.03),
        title="Kaplan–Meier survival of the traps (95 % log-log)")
-fig.tight_layout()
 run.save_figure(fig, "traps")
 plt.show()
 
@@ -460,7 +465,9 @@ sensitivity[["radius_quantile", "radius", "kind", "time_trapped", "time_trapped_
 criterion
 
 # %%
-fig, axes = plt.subplots(1, 3, figsize=(14, 3.8))
+from glauber_mlm.plots import legend_outside, panels as book_panels
+
+fig, axes = book_panels(3, height=3.8)
 panels = [("time_trapped", "time_trapped_ci_low", "time_trapped_ci_high", "fraction of time trapped"),
           ("traps_per_chain", "ci_low", "ci_high", "traps per chain"),
           ("median_dwell", "median_dwell_ci_low", "median_dwell_ci_high", "KM median dwell (steps)")]
@@ -471,19 +478,20 @@ for ax, (col, lo, hi, label) in zip(axes, panels):
         ok = np.isfinite(g[col]) & np.isfinite(g[lo])
         if ok.any():
             interval_errorbar(ax, x[ok], g[col][ok], g[lo][ok], g[hi][ok], marker="o", capsize=3, color=color,
-                              label=f"{k} (τ = {kinds[k]:g})")
+                              label=rf"{k} ($\tau = {kinds[k]:g}$)")
         inf = np.isinf(g[col]) & np.isfinite(g[lo])
         if inf.any():  # median beyond every run: only its lower end is known
             ax.plot(x[inf], g[lo][inf], "^", color=color, ms=8, label=f"{k}: median > every dwell seen")
     ax.axvline(radius, color="k", lw=0.6, ls=":")
-    ax.set(xlabel="trap radius r (jitter quantile)", ylabel=label)
+    ax.set(xlabel=r"trap radius $r$ (jitter quantile)", ylabel=label)
     ax.set_xticks(list(radii.values()))
-    ax.set_xticklabels([f"{r:.2f}\nq={q:g}" for q, r in radii.items()], fontsize=7)
+    ax.set_xticklabels([f"{r:.2f} (q={q:g})" for q, r in radii.items()], rotation=40, ha="right",
+                       rotation_mode="anchor")
 axes[0].set_ylim(-0.03, 1.03)
-axes[0].legend(fontsize=7)
-fig.suptitle(f"sensitivity to the trap radius (dotted: the calibrated r); {PS} chains per temperature, "
-             f"≥ {run['min_dwell']} steps")
-fig.tight_layout()
+handles, labels = axes[0].get_legend_handles_labels()
+fig.legend(handles, labels, loc="outside lower center", ncol=2, frameon=False)
+fig.suptitle(rf"sensitivity to the trap radius (dotted: the calibrated $r$)" "\n"
+             f"{PS} chains per temperature, traps of ≥ {run['min_dwell']} steps")
 run.save_figure(fig, "trap_sensitivity")
 plt.show()
 held = criterion.separates.sum()
@@ -541,39 +549,41 @@ escape_fraction = run.save_table(pd.DataFrame(rows_out), "escape_fraction")
 escape_fraction
 
 # %%
-fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+from glauber_mlm.plots import legend_outside, panels as book_panels
+
+fig, axes = book_panels(2, height=4.6)
 ax = axes[0]
 for (q, delta), g in escape_fraction.groupby(["delta_quantile", "delta"]):
     interval_errorbar(ax, g.temperature, g.fraction, g.ci_low, g.ci_high, marker="o", capsize=3,
-                      label=f"δ = {delta:.2f} (q = {q:g})")
+                      label=rf"$\delta = {delta:.2f}$ (q = {q:g})")
 temperature_axis(ax, temps)
-ax.set(xlabel="temperature τ", ylabel="fraction of chains reaching distance ≥ δ", ylim=(-0.03, 1.03),
-       title=f"{run['chains']} chains per τ, {run['reach_steps']} steps (95% Wilson)")
-ax.legend()
+ax.set(xlabel=r"temperature $\tau$", ylabel=r"share of chains reaching $\geq \delta$", ylim=(-0.03, 1.03),
+       title=rf"{run['chains']} chains per $\tau$, {run['reach_steps']} steps")
+legend_outside(ax, "below", ncol=1)
 ax = axes[1]
 cmap = plt.get_cmap("viridis")
 for k, tau in enumerate(temps):
     d = reach_dist[:, k * run["chains"]:(k + 1) * run["chains"]]
-    ax.plot(reach.steps.numpy(), np.median(d, 1), color=cmap(k / max(1, len(temps) - 1)), label=f"τ = {tau}")
+    ax.plot(reach.steps.numpy(), np.median(d, 1), color=cmap(k / max(1, len(temps) - 1)), label=rf"$\tau = {tau:g}$")
 for delta in deltas:
     ax.axhline(delta, color="0.6", lw=0.6, ls=":")
-ax.set(xlabel="step", ylabel="median ‖e_t − e_0‖ over chains", title="distance from the start (dotted: δ)")
-ax.legend(fontsize=8)
-fig.tight_layout()
+ax.set(xlabel="step", ylabel=r"median $\|e_t - e_0\|$ over chains", title=r"distance from the start (dotted: $\delta$)")
+legend_outside(ax, "below", ncol=3)
 run.save_figure(fig, "escape_fraction")
 plt.show()
 
-fig, axes = plt.subplots(1, len(deltas), figsize=(5 * len(deltas), 3.8), squeeze=False)
-for ax, q, delta in zip(axes[0], q_deltas, deltas):
+fig, axes = book_panels(len(deltas), height=3.6, sharey=True)
+for ax, q, delta in zip(axes, q_deltas, deltas):
     for k, tau in enumerate(temps):
         Sv, S_low, S_high = escape_curves[tau, delta]
         color = cmap(k / max(1, len(temps) - 1))
         ax.fill_between(reach.steps.numpy(), S_low, S_high, step="post", color=color, alpha=0.15)
-        ax.step(reach.steps.numpy(), Sv, where="post", color=color, label=f"τ = {tau}")
-    ax.set(xlabel="step", ylabel=f"fraction of chains still within δ = {delta:.2f}", ylim=(-0.03, 1.03),
-           title=f"Kaplan–Meier survival, δ = {delta:.2f} (q = {q:g}; 95 % log-log)")
-    ax.legend(fontsize=8)
-fig.tight_layout()
+        ax.step(reach.steps.numpy(), Sv, where="post", color=color, label=rf"$\tau = {tau:g}$")
+    ax.set(xlabel="step", ylabel=r"share still within $\delta$", ylim=(-0.03, 1.03),
+           title=rf"$\delta = {delta:.2f}$ (q = {q:g})")
+handles, labels = axes[0].get_legend_handles_labels()
+fig.legend(handles, labels, loc="outside lower center", ncol=min(len(labels), 6), frameon=False)
+fig.suptitle("Kaplan–Meier survival of the escape times (95 % log-log)")
 run.save_figure(fig, "escape_survival")
 plt.show()
 
