@@ -175,18 +175,20 @@ saturation = run.save_table(pd.concat([pd.DataFrame(dict(
 total.pivot(index="temperature", columns="length", values="total_influence").round(3)
 
 # %%
-fig, axes = plt.subplots(1, len(ns), figsize=(5.5 * len(ns), 4), squeeze=False)
-for ax, n in zip(axes[0], ns):
+from glauber_mlm.plots import legend_outside, panels
+
+fig, length_axes = panels(len(ns), height=3.6)
+for ax, n in zip(length_axes, ns):
     sub = saturation[saturation.length == n]
     for k, (tau, g) in enumerate(sub.groupby("temperature")):
         color = plt.get_cmap("viridis")(k / max(1, len(taus) - 1))
         ax.fill_between(g.contexts, g.pooled_low, g.pooled_high, color=color, alpha=0.15)
-        ax.plot(g.contexts, g.pooled_mean, "-", color=color, label=f"τ = {tau:g}")
+        ax.plot(g.contexts, g.pooled_mean, "-", color=color, label=rf"$\tau = {tau:g}$")
     ax.axhline(1, color="k", lw=0.8)
-    ax.set(yscale="log", xlabel="contexts k", ylabel="pooled total influence from k contexts",
-           title=f"n = {n}: saturation of the lower bound")
-    ax.legend(fontsize=7, ncol=2)
-fig.tight_layout()
+    ax.set(yscale="log", xlabel=r"contexts $k$", ylabel=r"pooled total influence" "\n" r"from $k$ contexts",
+           title=rf"$n = {n}$: saturation of the lower bound")
+handles, labels = length_axes[0].get_legend_handles_labels()
+fig.legend(handles, labels, loc="outside lower center", ncol=min(len(labels), 6), frameon=False)
 run.save_figure(fig, "influence_saturation")
 
 # %% [markdown]
@@ -254,20 +256,21 @@ run.save_table(crossing, "crossing")
 crossing
 
 # %%
-fig, (a1, a2) = plt.subplots(1, 2, figsize=(12, 4.5))
+from glauber_mlm.plots import legend_outside, log_axis_at, panels, temperature_axis
+
+fig, (a1, a2) = panels(2, width=8.4, height=3.9, per_row=1)  # one above the other: each has a long legend
 for k, n in enumerate(ns):
     sub = total[total.length == n]
     a1.plot(sub.temperature, sub.total_influence, "^-", color=f"C{k}",
-            label=f"n = {n}: pooled max over contexts (lower bound, ▲: true value at or above)")
+            label=rf"$n = {n}$: pooled max over contexts" "\n" "(lower bound)")
     a1.fill_between(sub.temperature, sub.per_context_low, sub.per_context_high, color=f"C{k}", alpha=0.2)
     a1.plot(sub.temperature, sub.per_context_mean, "--", color=f"C{k}", lw=1,
-            label=f"n = {n}: mean per context (95 % bootstrap)")
+            label=rf"$n = {n}$: mean per context (95 %)")
 a1.axhline(1, color="k", lw=1)
-a1.set(xscale="log", yscale="log", xlabel="temperature τ", ylabel="total influence max_i Σ_j α_ij",
+a1.set(yscale="log", xlabel=r"temperature $\tau$", ylabel=r"total influence $\alpha$",
        title=f"Dobrushin's sum, {mlm.name}")
-a1.set_xticks(taus, [f"{t:g}" for t in taus], fontsize=7)
-a1.xaxis.set_minor_formatter(NullFormatter())
-a1.legend(fontsize=7)
+temperature_axis(a1, taus)
+legend_outside(a1, "right")
 
 p_taus, p_ns = sorted(phase.temperature.unique()), sorted(phase.length.unique())
 grid_T = phase.pivot(index="temperature", columns="length", values="median_time").reindex(index=p_taus, columns=p_ns)
@@ -290,19 +293,17 @@ mesh = a2.pcolormesh(edges(p_ns), edges(p_taus), np.ma.masked_where(~finite, val
                      norm=LogNorm(vmin=max(1.0, np.nanmin(np.where(finite, vals, np.nan))) if finite.any() else 1.0,
                                   vmax=vmax))
 a2.pcolormesh(edges(p_ns), edges(p_taus), np.ma.masked_where(~slow, np.ones_like(vals)), cmap=ListedColormap(["black"]))
-fig.colorbar(mesh, ax=a2, label="median coupling step (black: not within budget; blank: not measured)")
+fig.colorbar(mesh, ax=a2, label="median coupling step\n(black: not within the budget;\nblank: not measured)")
 b_n = [n for n in p_ns if np.isfinite(bounds.get(int(n), np.nan))]
 a2.plot(b_n, [bounds[int(n)] for n in b_n], "s--", color="white", mec="k", label="measured slow-to-fast boundary")
 bounded = crossing[~crossing.status.str.startswith("below")]  # below the grid, τ* bounds nothing
 interval_errorbar(a2, bounded.length, bounded.crossing_temperature, bounded.crossing_temperature, np.inf, arrow=0.3,
-                  fmt="o-", color="red", label="τ*: estimated total influence = 1 (true crossing at or above)")
-a2.set(xscale="log", yscale="log", xlabel="length n", ylabel="temperature τ",
+                  fmt="o-", color="red", label=r"$\tau^*$: estimated $\alpha = 1$" "\n" "(true crossing at or above)")
+a2.set(xscale="log", yscale="log", xlabel=r"length $n$", ylabel=r"temperature $\tau$",
        title="phase diagram with the Dobrushin crossing")
-a2.set_xticks(p_ns, [str(n) for n in p_ns])
-a2.set_yticks(p_taus, [f"{t:g}" for t in p_taus])
-a2.xaxis.set_minor_formatter(NullFormatter())
-a2.yaxis.set_minor_formatter(NullFormatter())
-a2.legend(fontsize=7, loc="upper left")
+log_axis_at(a2, p_ns, "x")
+log_axis_at(a2, p_taus, "y")
+legend_outside(a2, "below", ncol=2)
 run.save_figure(fig, "influence_and_phase")
 
 # %% [markdown]
@@ -401,15 +402,18 @@ margin_summary = run.save_table(pd.DataFrame(summary), "margin_summary")
 margin_summary
 
 # %%
-fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4))
+from glauber_mlm.plots import legend_outside, panels
+
+fig, (a1, a2) = panels(2, height=3.8)
 bins = np.linspace(0, max(1.0, margins.margin.quantile(0.99)), 40)
 for k, (tau, sub) in enumerate(margins.groupby("temperature")):
-    a1.hist(sub.margin, bins=bins, histtype="step", lw=1.5, density=True, color=f"C{k}", label=f"τ = {tau:g}")
+    a1.hist(sub.margin, bins=bins, histtype="step", lw=1.5, density=True, color=f"C{k}", label=rf"$\tau = {tau:g}$")
     a2.hist(sub.margin / tau, bins=np.linspace(0, 40, 41), histtype="step", lw=1.5, density=True, color=f"C{k}",
-            label=f"τ = {tau:g}")
-a1.set(xlabel="local margin m (logit gap, τ = 1)", ylabel="density", title="margins of the sites along the chains")
-a2.set(xlabel="tempered margin m / τ", ylabel="density", title="the same, in units of τ")
-a1.legend(fontsize=8)
+            label=rf"$\tau = {tau:g}$")
+a1.set(xlabel=r"local margin $m$ (logit gap at $\tau = 1$)", ylabel="density", title="margins along the chains")
+a2.set(xlabel=r"tempered margin $m / \tau$", ylabel="density", title=r"the same, in units of $\tau$")
+handles, labels = a1.get_legend_handles_labels()
+fig.legend(handles, labels, loc="outside lower center", ncol=min(len(labels), 6), frameon=False)
 run.save_figure(fig, "margins")
 
 # %% [markdown]
@@ -475,21 +479,23 @@ run.save_table(fit_table, "dwell_fit")
 fit_table
 
 # %%
-fig, ax = plt.subplots(figsize=(6.5, 4.5))
+from glauber_mlm.plots import legend_outside, panels
+
+fig, (ax,) = panels(1, width=8.5, height=4.4)
 for k, (tau, sub) in enumerate(dwell.groupby("temperature")):
     done = sub[~sub.censored]
-    ax.scatter(done.margin_over_tau, done.dwell, s=10, alpha=0.5, color=f"C{k}", label=f"τ = {tau:g}")
+    ax.scatter(done.margin_over_tau, done.dwell, s=10, alpha=0.5, color=f"C{k}", label=rf"$\tau = {tau:g}$")
     cens = sub[sub.censored]
     ax.scatter(cens.margin_over_tau, cens.dwell, s=30, marker="^", facecolors="none", color=f"C{k}")
 ax.scatter([], [], marker="^", facecolors="none", color="k", label="censored (still trapped at the end)")
 if np.isfinite(fit["slope"]):
     xs = np.linspace(0, max(1e-9, fit_rows.margin_over_tau.max()), 50)
     ax.plot(xs, np.exp(fit["intercept"] + fit["slope"] * xs), "k--",
-            label=f"fit on traps: c = {fit['slope']:.2f} [{fit['slope_low']:.2f}, {fit['slope_high']:.2f}], R² = {fit['r2']:.2f}")
+            label=rf"fit on traps: $c = {fit['slope']:.2f}$ [{fit['slope_low']:.2f}, {fit['slope_high']:.2f}], $R^2 = {fit['r2']:.2f}$")
 ax.axvline(0, color="grey", lw=0.8)
-ax.set(yscale="log", xlabel="smallest token margin of the state / τ", ylabel="dwell (steps)",
+ax.set(yscale="log", xlabel=r"smallest token margin of the state $/\,\tau$", ylabel="dwell (steps)",
        title="metastability: dwell time against margin")
-ax.legend(fontsize=7)
+legend_outside(ax, "right")
 run.save_figure(fig, "dwell_vs_margin")
 
 # %% [markdown]
