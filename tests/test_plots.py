@@ -46,3 +46,31 @@ def test_heatmap_hover_reads_each_cells_numbers(monkeypatch):
     assert not heat.reversescale
     reversed_ = interactive_heatmap(cells, "temperature", "length", "median_time", ["pairs"], "phase", reverse_colour=True)
     assert reversed_.data[0].reversescale  # small times bright, as in the static viridis_r diagram
+
+
+def test_panels_put_at_most_two_side_by_side_and_refuse_a_figure_wider_than_the_column(tmp_path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import pytest
+
+    from glauber_mlm.plots import DPI, MAX_WIDTH, legend_outside, log_axis_at, panels
+
+    fig, axes = panels(3)
+    assert len(axes) == 3 and len(fig.axes) == 3  # the empty fourth slot is removed
+    assert {ax.get_subplotspec().colspan.start for ax in axes} == {0, 1}
+    assert fig.get_size_inches()[0] <= MAX_WIDTH
+    for ax in axes:
+        ax.plot([1, 10, 100], [1, 2, 3], label="a long label that would cover the data")
+        legend_outside(ax, "below")
+    log_axis_at(axes[0], [8, 16, 32, 64])
+    fig.canvas.draw()
+    assert [t.get_text() for t in axes[0].get_xticklabels()] == ["8", "16", "32", "64"]
+    fig.savefig(tmp_path / "f.png", dpi=DPI, bbox_inches="tight")  # as Run.save_figure does
+    from PIL import Image
+
+    assert Image.open(tmp_path / "f.png").size[0] / DPI <= MAX_WIDTH
+    plt.close(fig)
+    with pytest.raises(ValueError, match="at most 9"):
+        panels(2, width=12)
