@@ -19,7 +19,8 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
 # paper dry run, and each file whose module fixture executes notebooks (xdist would repeat it on every worker that
 # takes one of the file's tests)
 GROUPS = {"smoke_runs": {"test_book.py", "test_nb_exact.py", "test_nb_rectangle.py", "test_nb_traps.py",
-                         "test_nb_political.py", "test_nb_influence.py", "test_nb_diagnostics_mh.py"},
+                         "test_nb_political.py", "test_nb_influence.py", "test_nb_diagnostics_mh.py",
+                         "test_nb_lag.py"},
           "paper_dry_run": {"test_paper_dry_run.py"},
           "published_root": {"test_publish.py"},
           "cache_world": {"test_cache.py"},

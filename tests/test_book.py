@@ -151,13 +151,13 @@ def test_effective_toc_drops_missing_pages_and_adds_unlisted_notebooks(tmp_path)
     assert toc["parts"][1]["chapters"] == [{"file": "book/notebooks/01_a"}, {"file": "book/notebooks/07_new"}]
 
 
-def test_committed_toc_lists_every_prose_page_and_the_seven_notebooks():
+def test_committed_toc_lists_every_prose_page_and_the_eight_notebooks():
     toc = yaml.safe_load((book.REPO / "_toc.yml").read_text())
     files = re.findall(r"file: (\S+)", (book.REPO / "_toc.yml").read_text())
     assert toc["root"] == "book/intro"
     for page in ("theory", "glossary", "model_card", "run_it_yourself", "execution", "performance", "references"):
         assert f"book/{page}" in files
-    assert sum(f.startswith("book/notebooks/") for f in files) == 7
+    assert sum(f.startswith("book/notebooks/") for f in files) == 8
     for f in files:
         if not f.startswith("book/notebooks/"):  # every prose page is tracked, execution.md too (a stub)
             assert (book.REPO / f"{f}.md").exists(), f
