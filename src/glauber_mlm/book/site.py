@@ -259,8 +259,8 @@ RULES_TABLE = Path("book") / "_generated" / "rules.md"
 
 def write_rules_record(root: Path) -> Path:
     """Write `<root>/book/_generated/rules.md` (not tracked; included by the pre-registration page): every dated entry
-    of notebooks/rules.json, newest first, with its rules hash and paper-profile hash."""
-    record_path = root / "notebooks" / "rules.json"
+    of the repository's notebooks/rules.json, newest first, with its rules hash and paper-profile hash."""
+    record_path = REPO / "notebooks" / "rules.json"
     record = json.loads(record_path.read_text()) if record_path.is_file() else {}
     lines = ["| date | notebook | what changed | rules hash | paper profile hash | builds under earlier rules committed |",
              "| --- | --- | --- | --- | --- | --- |"]
@@ -312,6 +312,7 @@ def build_book(root: Path, quiet: bool = False) -> Path:
         print(f"toc: adding {doc} (executed, not listed in _toc.yml)")
     ship_plotly(root)
     write_verdicts(root)
+    write_rules_record(root)
     if not (root / EXECUTION).exists():  # built without `glauber-mlm book` (which writes it with what it executed)
         write_execution_page(root)
     build = root / "_build"
