@@ -41,3 +41,14 @@ def pytest_runtest_setup(item):
     if getattr(item.config.option, "loadgroup", False) and item.get_closest_marker("xdist_group") and "@" not in item.nodeid:
         pytest.fail("pytest-xdist ignored this test's xdist_group, as it does under pytest 9.2 (pytest-xdist #1386): "
                     "`pip install 'pytest<9.2'`, as the dev extra pins", pytrace=False)
+
+
+@pytest.fixture(scope="module")
+def one_thread():
+    """Tiny batches of exact models: torch's thread pool costs more than it saves (`pytestmark = usefixtures`)."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)

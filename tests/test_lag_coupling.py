@@ -18,13 +18,7 @@ N, Q = 4, 2
 RUNS, BUDGET = 3000, 3000
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Tiny batches: torch's thread pool costs more than it saves on a shared machine."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 @pytest.fixture(scope="module")

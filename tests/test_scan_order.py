@@ -1,7 +1,6 @@
 """The scan order's footprint: enumerated Glauber kernels against the sampler and against closed forms."""
 import numpy as np
 import pytest
-import torch
 
 from glauber_mlm import exact, glauber
 from glauber_mlm.calibration import chain_counts
@@ -10,12 +9,7 @@ from glauber_mlm.scan_order import (all_states, glauber_kernel, laws_over_time, 
 from glauber_mlm.stats import tv_null_test
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 @pytest.mark.parametrize("model", [exact.potts_chain(4, 3, coupling=1.3), exact.compatible_pairwise(3, 3, 2.0, seed=4)],

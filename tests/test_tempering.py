@@ -16,13 +16,7 @@ N, Q, J = 5, 2, 8.0  # wells all-0 and all-1, each ≈ 1/2; leaving one costs a 
 ENSEMBLES, RUNGS, ROUNDS, STEPS = 48, 6, 300, 5
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Tiny batches: torch's thread pool costs more than it saves on a shared machine."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 @pytest.fixture(scope="module")
