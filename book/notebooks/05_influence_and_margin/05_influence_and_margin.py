@@ -42,6 +42,7 @@
 profile = "cpu"        # smoke (tests, < 1 min) | cpu (embedded model, offline) | paper (GPU, hub models)
 model = None           # None: the profile's model; or a hub name / local folder
 device = None          # None: cuda when present, else cpu
+dtype = None           # None: bfloat16 where the device runs it natively, else float32; or "float32" | "bfloat16"
 seed = None
 seeds = None           # independent chains per (starting passage, temperature) for the margin/dwell study
 passages = None        # "embedded" (data/passages.jsonl) | "ms_marco" (needs the internet)
@@ -75,8 +76,10 @@ from matplotlib.ticker import NullFormatter
 
 import glauber_mlm as gm
 from glauber_mlm import conditions
+from glauber_mlm.checks import Check
 from glauber_mlm.notebook import Run
 from glauber_mlm.passages import load_passages, passage_pairs, sample_passages
+from glauber_mlm.planted import dwell_fit_calibration
 from glauber_mlm.plots import interval_errorbar
 from glauber_mlm.stats import bootstrap_ci, censored_median, slow_to_fast_boundary
 
@@ -102,7 +105,7 @@ PROFILES = {
 # what `scale` (a dry run) multiplies, each with its least value: the least the checks below accept, and 2
 # where intervals bootstrap over the units; temperatures, lengths, grids and thresholds are never scaled
 BUDGETS = dict(seeds=1, contexts=2, replacements=1, chain_passages=1, steps=200, dwell_states=10, pairs=2, budget=1)
-run = Run("05_influence_and_margin", profile, PROFILES, output_dir, scale=scale, budgets=BUDGETS,
+run = Run("05_influence_and_margin", profile, PROFILES, output_dir, scale=scale, dtype=dtype, budgets=BUDGETS,
           model=model, device=device, seed=seed, seeds=seeds,
           passages=passages, lengths=lengths, contexts=contexts, replacements=replacements, top_k=top_k,
           temperatures=temperatures, chain_temperatures=chain_temperatures, chain_length=chain_length,
@@ -118,7 +121,7 @@ for key in ("seeds", "contexts", "replacements", "chain_passages", "steps", "rec
 run.integer("top_k", 2)
 if run["replacements"] > run["top_k"]:
     raise ValueError(f"replacements ({run['replacements']}) cannot exceed top_k ({run['top_k']}): they are drawn from the top-k.")
-mlm = gm.load_mlm(run["model"], device=run.device)      # clear error here for an unknown model
+mlm = run.load_mlm(run["model"])      # clear error here for an unknown model
 ns, phase_ns = run["lengths"], run["phase_lengths"]
 for key, value in (("lengths", ns), ("phase_lengths", phase_ns), ("chain_length", [run["chain_length"]])):
     if (not isinstance(value, (list, tuple)) or not value
@@ -173,18 +176,20 @@ saturation = run.save_table(pd.concat([pd.DataFrame(dict(
 total.pivot(index="temperature", columns="length", values="total_influence").round(3)
 
 # %%
-fig, axes = plt.subplots(1, len(ns), figsize=(5.5 * len(ns), 4), squeeze=False)
-for ax, n in zip(axes[0], ns):
+from glauber_mlm.plots import legend_outside, panels
+
+fig, length_axes = panels(len(ns), height=3.6)
+for ax, n in zip(length_axes, ns):
     sub = saturation[saturation.length == n]
     for k, (tau, g) in enumerate(sub.groupby("temperature")):
         color = plt.get_cmap("viridis")(k / max(1, len(taus) - 1))
         ax.fill_between(g.contexts, g.pooled_low, g.pooled_high, color=color, alpha=0.15)
-        ax.plot(g.contexts, g.pooled_mean, "-", color=color, label=f"τ = {tau:g}")
+        ax.plot(g.contexts, g.pooled_mean, "-", color=color, label=rf"$\tau = {tau:g}$")
     ax.axhline(1, color="k", lw=0.8)
-    ax.set(yscale="log", xlabel="contexts k", ylabel="pooled total influence from k contexts",
-           title=f"n = {n}: saturation of the lower bound")
-    ax.legend(fontsize=7, ncol=2)
-fig.tight_layout()
+    ax.set(yscale="log", xlabel=r"contexts $k$", ylabel=r"pooled total influence" "\n" r"from $k$ contexts",
+           title=rf"$n = {n}$: saturation of the lower bound")
+handles, labels = length_axes[0].get_legend_handles_labels()
+fig.legend(handles, labels, loc="outside lower center", ncol=min(len(labels), 6), frameon=False)
 run.save_figure(fig, "influence_saturation")
 
 # %% [markdown]
@@ -252,20 +257,21 @@ run.save_table(crossing, "crossing")
 crossing
 
 # %%
-fig, (a1, a2) = plt.subplots(1, 2, figsize=(12, 4.5))
+from glauber_mlm.plots import legend_outside, log_axis_at, panels, temperature_axis
+
+fig, (a1, a2) = panels(2, width=8.4, height=3.9, per_row=1)  # one above the other: each has a long legend
 for k, n in enumerate(ns):
     sub = total[total.length == n]
     a1.plot(sub.temperature, sub.total_influence, "^-", color=f"C{k}",
-            label=f"n = {n}: pooled max over contexts (lower bound, ▲: true value at or above)")
+            label=rf"$n = {n}$: pooled max over contexts" "\n" "(lower bound)")
     a1.fill_between(sub.temperature, sub.per_context_low, sub.per_context_high, color=f"C{k}", alpha=0.2)
     a1.plot(sub.temperature, sub.per_context_mean, "--", color=f"C{k}", lw=1,
-            label=f"n = {n}: mean per context (95 % bootstrap)")
+            label=rf"$n = {n}$: mean per context (95 %)")
 a1.axhline(1, color="k", lw=1)
-a1.set(xscale="log", yscale="log", xlabel="temperature τ", ylabel="total influence max_i Σ_j α_ij",
+a1.set(yscale="log", xlabel=r"temperature $\tau$", ylabel=r"total influence $\alpha$",
        title=f"Dobrushin's sum, {mlm.name}")
-a1.set_xticks(taus, [f"{t:g}" for t in taus], fontsize=7)
-a1.xaxis.set_minor_formatter(NullFormatter())
-a1.legend(fontsize=7)
+temperature_axis(a1, taus)
+legend_outside(a1, "right")
 
 p_taus, p_ns = sorted(phase.temperature.unique()), sorted(phase.length.unique())
 grid_T = phase.pivot(index="temperature", columns="length", values="median_time").reindex(index=p_taus, columns=p_ns)
@@ -288,19 +294,17 @@ mesh = a2.pcolormesh(edges(p_ns), edges(p_taus), np.ma.masked_where(~finite, val
                      norm=LogNorm(vmin=max(1.0, np.nanmin(np.where(finite, vals, np.nan))) if finite.any() else 1.0,
                                   vmax=vmax))
 a2.pcolormesh(edges(p_ns), edges(p_taus), np.ma.masked_where(~slow, np.ones_like(vals)), cmap=ListedColormap(["black"]))
-fig.colorbar(mesh, ax=a2, label="median coupling step (black: not within budget; blank: not measured)")
+fig.colorbar(mesh, ax=a2, label="median coupling step\n(black: not within the budget;\nblank: not measured)")
 b_n = [n for n in p_ns if np.isfinite(bounds.get(int(n), np.nan))]
 a2.plot(b_n, [bounds[int(n)] for n in b_n], "s--", color="white", mec="k", label="measured slow-to-fast boundary")
 bounded = crossing[~crossing.status.str.startswith("below")]  # below the grid, τ* bounds nothing
 interval_errorbar(a2, bounded.length, bounded.crossing_temperature, bounded.crossing_temperature, np.inf, arrow=0.3,
-                  fmt="o-", color="red", label="τ*: estimated total influence = 1 (true crossing at or above)")
-a2.set(xscale="log", yscale="log", xlabel="length n", ylabel="temperature τ",
+                  fmt="o-", color="red", label=r"$\tau^*$: estimated $\alpha = 1$" "\n" "(true crossing at or above)")
+a2.set(xscale="log", yscale="log", xlabel=r"length $n$", ylabel=r"temperature $\tau$",
        title="phase diagram with the Dobrushin crossing")
-a2.set_xticks(p_ns, [str(n) for n in p_ns])
-a2.set_yticks(p_taus, [f"{t:g}" for t in p_taus])
-a2.xaxis.set_minor_formatter(NullFormatter())
-a2.yaxis.set_minor_formatter(NullFormatter())
-a2.legend(fontsize=7, loc="upper left")
+log_axis_at(a2, p_ns, "x")
+log_axis_at(a2, p_taus, "y")
+legend_outside(a2, "below", ncol=2)
 run.save_figure(fig, "influence_and_phase")
 
 # %% [markdown]
@@ -399,15 +403,18 @@ margin_summary = run.save_table(pd.DataFrame(summary), "margin_summary")
 margin_summary
 
 # %%
-fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4))
+from glauber_mlm.plots import legend_outside, panels
+
+fig, (a1, a2) = panels(2, height=3.8)
 bins = np.linspace(0, max(1.0, margins.margin.quantile(0.99)), 40)
 for k, (tau, sub) in enumerate(margins.groupby("temperature")):
-    a1.hist(sub.margin, bins=bins, histtype="step", lw=1.5, density=True, color=f"C{k}", label=f"τ = {tau:g}")
+    a1.hist(sub.margin, bins=bins, histtype="step", lw=1.5, density=True, color=f"C{k}", label=rf"$\tau = {tau:g}$")
     a2.hist(sub.margin / tau, bins=np.linspace(0, 40, 41), histtype="step", lw=1.5, density=True, color=f"C{k}",
-            label=f"τ = {tau:g}")
-a1.set(xlabel="local margin m (logit gap, τ = 1)", ylabel="density", title="margins of the sites along the chains")
-a2.set(xlabel="tempered margin m / τ", ylabel="density", title="the same, in units of τ")
-a1.legend(fontsize=8)
+            label=rf"$\tau = {tau:g}$")
+a1.set(xlabel=r"local margin $m$ (logit gap at $\tau = 1$)", ylabel="density", title="margins along the chains")
+a2.set(xlabel=r"tempered margin $m / \tau$", ylabel="density", title=r"the same, in units of $\tau$")
+handles, labels = a1.get_legend_handles_labels()
+fig.legend(handles, labels, loc="outside lower center", ncol=min(len(labels), 6), frameon=False)
 run.save_figure(fig, "margins")
 
 # %% [markdown]
@@ -439,12 +446,18 @@ for _, r in margin_summary.iterrows():
 #
 # We define traps at the token level: a **dwell** is a maximal run of steps in which the chain's state does
 # not change at all (Hamming radius 0), counted from the step that entered the state to the step that left
-# it; runs still going when the chain stops are censored and left out of the fit. The **margin of the trap**
+# it; runs still going when the chain stops are censored: they count as "at least this long", never as escapes. The
+# **margin of the trap**
 # is the state's smallest token margin over its sites, m = min_i [ℓ_i(x_i) − max_{v≠x_i} ℓ_i(v)]
 # (`conditions.token_margins`): positive exactly when every site holds its argmax (a local trap), and then
 # equal to the smallest local margin. Under random scan the state is left at rate ≈ (1/n) e^{−m/τ} through its
-# least-held site, so metastability predicts log dwell ≈ c · m/τ + b with c ≈ 1; we fit c over the trapped
-# states (m > 0) of all temperatures together, with a bootstrap interval over dwells. Each state's margins
+# least-held site, so metastability predicts log dwell ≈ c · m/τ + b with c ≈ 1. A single state's dwell is
+# geometric by construction (each step leaves it with a fixed probability), so we fit c by the geometric likelihood
+# with right-censoring (`conditions.fit_censored_dwell`: escape hazard e^{−(c·m/τ + b)} per step) over the trapped
+# states (m > 0) of all temperatures together, with a bootstrap interval over chains (the independent units; a
+# chain's dwells share its passage and its history). The rule for "c = 1", stated before the run, is an equivalence
+# margin: c's 95% interval lies inside [0.5, 1.5]. Both checks are calibrated at this design on planted censored
+# geometric dwells with the traps' own m/τ and censoring (`planted.dwell_fit_calibration`). Each state's margins
 # cost n conditionals, so they are measured on a uniform random subset of at most `dwell_states` dwells per
 # temperature (chosen without looking at their length, so the subset is not biased).
 
@@ -463,31 +476,46 @@ print(f"{len(d.length)} dwells in all; margins measured on {len(keep)} of them (
 dwell["margin_over_tau"] = dwell.margin / dwell.temperature
 dwell["trap"] = dwell.margin > 0
 run.save_table(dwell, "dwell_vs_margin")
-fit_rows = dwell[dwell.trap & ~dwell.censored]
-fit = conditions.fit_log_linear(fit_rows.margin_over_tau, fit_rows.dwell, seed=run["seed"])
-fit_table = pd.DataFrame([dict(fit="log dwell ≈ c·m/τ + b", c=fit["slope"], c_low=fit["slope_low"],
-                               c_high=fit["slope_high"], b=fit["intercept"], r2_log=fit["r2"], traps=fit["count"],
-                               dwells=len(dwell), censored=int(dwell.censored.sum()),
+fit_rows = dwell[dwell.trap]
+chain_ids = (fit_rows.temperature.astype(str) + "/" + fit_rows.chain.astype(str)).to_numpy()
+fit = conditions.fit_censored_dwell(fit_rows.margin_over_tau, fit_rows.dwell, fit_rows.censored, chain_ids,
+                                    seed=run["seed"])
+fit_table = pd.DataFrame([dict(fit="log E[dwell] ≈ c·m/τ + b (censored geometric)", c=fit["slope"],
+                               c_low=fit["slope_low"], c_high=fit["slope_high"], b=fit["intercept"], traps=fit["count"],
+                               censored_traps=fit["censored"], chains=len(set(chain_ids)), dwells=len(dwell),
                                log_n=math.log(L))])
+EQUIVALENCE = (0.5, 1.5)  # c "equals" the predicted 1 when its 95% interval lies inside this margin
+finite_c = bool(np.isfinite(fit["slope"]))
+if finite_c:
+    remaining = run["steps"] - fit_rows.start.to_numpy()  # how much of its chain's run each dwell had left
+    design = (fit_rows.margin_over_tau.to_numpy(), remaining, chain_ids, fit["intercept"])
+    grows_cal = dwell_fit_calibration(*design, rule=lambda f: bool(f["slope_low"] > 0), truth_c=1.0, null_c=0.0,
+                                      seed=run["seed"])
+    equal_cal = dwell_fit_calibration(*design, rule=lambda f: bool(EQUIVALENCE[0] <= f["slope_low"]
+                                                                   and f["slope_high"] <= EQUIVALENCE[1]),
+                                      truth_c=1.0, null_c=EQUIVALENCE[0], seed=run["seed"])
+    print(f"c > 0: {grows_cal}; c within {EQUIVALENCE}: {equal_cal}")
 run.save_table(fit_table, "dwell_fit")
 fit_table
 
 # %%
-fig, ax = plt.subplots(figsize=(6.5, 4.5))
+from glauber_mlm.plots import legend_outside, panels
+
+fig, (ax,) = panels(1, width=8.5, height=4.4)
 for k, (tau, sub) in enumerate(dwell.groupby("temperature")):
     done = sub[~sub.censored]
-    ax.scatter(done.margin_over_tau, done.dwell, s=10, alpha=0.5, color=f"C{k}", label=f"τ = {tau:g}")
+    ax.scatter(done.margin_over_tau, done.dwell, s=10, alpha=0.5, color=f"C{k}", label=rf"$\tau = {tau:g}$")
     cens = sub[sub.censored]
     ax.scatter(cens.margin_over_tau, cens.dwell, s=30, marker="^", facecolors="none", color=f"C{k}")
 ax.scatter([], [], marker="^", facecolors="none", color="k", label="censored (still trapped at the end)")
 if np.isfinite(fit["slope"]):
     xs = np.linspace(0, max(1e-9, fit_rows.margin_over_tau.max()), 50)
     ax.plot(xs, np.exp(fit["intercept"] + fit["slope"] * xs), "k--",
-            label=f"fit on traps: c = {fit['slope']:.2f} [{fit['slope_low']:.2f}, {fit['slope_high']:.2f}], R² = {fit['r2']:.2f}")
+            label=rf"censored fit on traps: $c = {fit['slope']:.2f}$ [{fit['slope_low']:.2f}, {fit['slope_high']:.2f}]")
 ax.axvline(0, color="grey", lw=0.8)
-ax.set(yscale="log", xlabel="smallest token margin of the state / τ", ylabel="dwell (steps)",
+ax.set(yscale="log", xlabel=r"smallest token margin of the state $/\,\tau$", ylabel="dwell (steps)",
        title="metastability: dwell time against margin")
-ax.legend(fontsize=7)
+legend_outside(ax, "right")
 run.save_figure(fig, "dwell_vs_margin")
 
 # %% [markdown]
@@ -503,7 +531,8 @@ if np.isfinite(fit["slope"]):
     verdict = ("below the predicted 1" if fit["slope_high"] < 1 else "above the predicted 1" if fit["slope_low"] > 1
                else "consistent with the predicted 1")
     growth = "grows" if fit["slope_low"] > 0 else "is not shown to grow"
-    print(f"c = {fit['slope']:.2f} [{fit['slope_low']:.2f}, {fit['slope_high']:.2f}] over {fit['count']} traps: the dwell "
+    print(f"c = {fit['slope']:.2f} [{fit['slope_low']:.2f}, {fit['slope_high']:.2f}] over {fit['count']} traps "
+          f"({fit['censored']} censored): the dwell "
           f"{growth} with m/τ, at a rate {verdict}; b = {fit['intercept']:.2f} against log n = {math.log(L):.2f}; "
           f"{int(dwell.trap.sum())} of {len(dwell)} measured dwells are traps (m > 0)")
     vocab = int(mlm.support.sum())
@@ -512,7 +541,7 @@ if np.isfinite(fit["slope"]):
           + ("a heuristic wherever m/τ is below it" if fit_rows.margin_over_tau.max() <= math.log(vocab - 1)
              else "in the bound's range for its largest traps only"))
 else:
-    print(f"too few uncensored traps ({fit['count']}) with distinct margins to fit c")
+    print(f"too few traps ({fit['count']}) with distinct margins, or every one censored: no fit of c")
 
 # %% [markdown]
 # **What {numref}`fig-05-dwell-vs-margin` shows.** Each point is one visit to a state: its smallest tempered margin against how
@@ -529,7 +558,6 @@ else:
 # the fit is a heuristic suggested by the form of the bound, not a test of it.
 
 # %%
-finite_c = bool(np.isfinite(fit["slope"]))
 # lengths where both τ* (inside the grid) and the measured boundary exist: the theorem says cells above τ* are fast
 comparable = crossing[(crossing.status == "inside the grid") & np.isfinite(crossing.boundary_temperature)]
 lowest = margin_summary.sort_values("temperature").iloc[0]
@@ -542,21 +570,40 @@ run.conclude(
            (f"{r.crossing_temperature:.2f}" if r.status == "inside the grid" else r.status)
            + f"; slow-to-fast boundary of the phase diagram {r.boundary_temperature:g}" for r in crossing.itertuples()},
         f"median weakest-site margin of a state at τ = {lowest.temperature:g}": f"{lowest.median_state_min_margin:.2f} logits",
-        "dwell–margin rate c (95% bootstrap)":
-            f"{fit['slope']:.2f} [{fit['slope_low']:.2f}, {fit['slope_high']:.2f}] over {fit['count']} traps"
-            if finite_c else f"not fitted: {fit['count']} uncensored traps",
+        "dwell–margin rate c (censored geometric fit, 95% bootstrap over chains)":
+            f"{fit['slope']:.2f} [{fit['slope_low']:.2f}, {fit['slope_high']:.2f}] over {fit['count']} traps "
+            f"({fit['censored']} censored)" if finite_c else f"not fitted: {fit['count']} traps",
         "largest m/τ among the fitted traps, against ln(V − 1)":
             f"{fit_rows.margin_over_tau.max():.1f} vs {math.log(int(mlm.support.sum()) - 1):.1f}" if len(fit_rows) else "no traps",
     },
-    checks={
-        "the pooled total influence falls below 1 inside or below the temperature grid at every length":
-            bool(not crossing.status.str.startswith("above").any()),
-        "the theorem's prediction: the phase diagram is fast at every temperature above τ* (boundary ≤ τ*)":
-            bool((comparable.boundary_temperature <= comparable.crossing_temperature).all())
-            if len(comparable) else None,
-        "the dwell grows with the margin: c's 95% interval lies above zero": bool(fit["slope_low"] > 0) if finite_c else None,
-        "c's 95% interval contains the predicted rate 1": bool(fit["slope_low"] <= 1 <= fit["slope_high"]) if finite_c else None,
-    })
+    checks=[
+        Check("the pooled total influence falls below 1 inside or below the temperature grid at every length",
+              "crossing of the pooled total influence", "passes when it crosses 1 inside or below the grid",
+              ", ".join(f"n = {r.length}: {r.status}" for r in crossing.itertuples()),
+              bool(not crossing.status.str.startswith("above").any()), None, core=False,
+              to_decide="none at this grid: a lower bound on a supremum crossing 1 is the uninformative side, and the "
+                        "grid's highest τ guarantees it"),
+        Check("the theorem's prediction: the phase diagram is fast at every temperature above τ* (boundary ≤ τ*)",
+              "measured slow-to-fast boundary against τ*", "passes when boundary ≤ τ* at every length",
+              ", ".join(f"n = {r.length}: {r.boundary_temperature:g} vs {r.crossing_temperature:.2f}"
+                        for r in comparable.itertuples()) or "no length with both",
+              bool((comparable.boundary_temperature <= comparable.crossing_temperature).all())
+              if len(comparable) else None, None,
+              to_decide="a phase diagram with temperatures above τ* at every length, and a planted slow model"),
+        Check("the dwell grows with the margin: c's 95% interval lies above zero",
+              "dwell–margin rate c (censored geometric fit, bootstrap over chains)", "passes when its 95% lower bound > 0",
+              f"{fit['slope']:.2f} [{fit['slope_low']:.2f}, {fit['slope_high']:.2f}]" if finite_c else "not fitted",
+              bool(fit["slope_low"] > 0) if finite_c else None, grows_cal if finite_c else None,
+              to_decide="more chains with traps"),
+        Check(f"c equals the predicted rate 1 within the margin {EQUIVALENCE}: its 95% interval lies inside it",
+              "dwell–margin rate c (censored geometric fit, bootstrap over chains)",
+              f"passes when [c_low, c_high] ⊂ [{EQUIVALENCE[0]:g}, {EQUIVALENCE[1]:g}]",
+              f"{fit['slope']:.2f} [{fit['slope_low']:.2f}, {fit['slope_high']:.2f}]" if finite_c else "not fitted",
+              bool(EQUIVALENCE[0] <= fit["slope_low"] and fit["slope_high"] <= EQUIVALENCE[1]) if finite_c else None,
+              equal_cal if finite_c else None, to_decide="more chains with traps"),
+    ],
+    not_shown=f"the metastability bound itself: it says something only where m/τ > ln(V − 1) ≈ "
+              f"{math.log(int(mlm.support.sum()) - 1):.1f}, and single-state dwells are geometric by construction")
 
 # %%
 run.finish()
