@@ -100,7 +100,7 @@ PROFILES = {
     "smoke": dict(model=None, device=None, seed=0, passages="embedded", length=4, temperatures=[0.25, 8.0], chains=4,
                   steps=40, pll_every=4, pairs=2, mh_chains=2, mh_pairs=2, mh_lengths=[4, 6]),
     "cpu":   dict(model=None, device=None, seed=0, passages="embedded", length=8, temperatures=[1.0, 1.5, 3.0],
-                  chains=8, steps=300, pll_every=8, pairs=8, mh_chains=4, mh_pairs=4, mh_lengths=[4, 8, 16]),
+                  chains=8, steps=600, pll_every=8, pairs=8, mh_chains=4, mh_pairs=4, mh_lengths=[4, 8, 16]),
     "paper": dict(model="bert-base-uncased", device=None, seed=0, passages="ms_marco", length=16,
                   temperatures=[0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 4.0], chains=16, steps=10_000, pll_every=16, pairs=40,
                   mh_chains=16, mh_pairs=20, mh_lengths=[8, 16, 32]),

@@ -102,5 +102,5 @@ def test_a_committed_page_carries_its_result_and_its_figures(notebook):
     assert result["verdict"] in {w for words in WORDS.values() for w in words} and result["reason"]
     checks = pd.read_csv(notebook.with_suffix("") / "checks.csv")
     assert list(checks.columns) == COLUMNS and set(checks.check) == set(result["checks"])
-    undecided = (checks.power < 0.8) | (checks.size > 0.1) | checks.power.isna() | (checks.rule_says == "not computable")
+    undecided = (checks.power < 0.8) | (checks["size"] > 0.1) | checks.power.isna() | (checks.rule_says == "not computable")
     assert (checks.outcome[undecided] == "inconclusive").all() and checks.to_decide[undecided].notna().all()
