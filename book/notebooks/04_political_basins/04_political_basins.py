@@ -443,8 +443,8 @@ for quantity, data, falls in (("time_in_region", meta[meta.start == "political"]
                               ("escaped", escape_chains.assign(escaped=escape_chains.escaped.astype(float)), False)):
     page = political.page_trend(data, quantity, falls=falls)
     per_start = data.groupby(["start_id", "temperature"])[quantity].mean().unstack("temperature").dropna()
-    resid = per_start.sub(per_start.mean(1), axis=0).sub(per_start.mean(0) - per_start.to_numpy().mean(), axis=1)
-    cal = blocked_trend_calibration(len(per_start), per_start.shape[1], float(per_start.mean(1).std()),
+    resid = per_start.sub(per_start.mean(axis=1), axis=0).sub(per_start.mean(axis=0) - per_start.to_numpy().mean(), axis=1)
+    cal = blocked_trend_calibration(len(per_start), per_start.shape[1], float(per_start.mean(axis=1).std()),
                                     float(resid.to_numpy().std()), TREND_EFFECT, seed=run["seed"])
     trend_rows[quantity] = dict(quantity=quantity, direction="falls" if falls else "rises", **page,
                                 power=cal.power, size=cal.size, calibrated_on=cal.calibrated_on, calibration=cal)
