@@ -339,7 +339,11 @@ def test_ctrl_c_and_sigterm_end_in_one_sentence_with_a_distinct_status(world, mo
     monkeypatch.setattr(papermill, "execute_notebook", execute)
     root = world[1]
     on_sigterm = signal.getsignal(signal.SIGTERM)
-    assert cli(world, "run", NAME) == status
+    on_sigint = signal.signal(signal.SIGINT, signal.default_int_handler)  # a terminal's Ctrl-C; xdist workers ignore it
+    try:
+        assert cli(world, "run", NAME) == status
+    finally:
+        signal.signal(signal.SIGINT, on_sigint)
     checkpoints = root / "_build" / "checkpoints"
     assert capsys.readouterr().err.splitlines() == [
         f"run stopped by {how}: every page published before is kept and the chains computed so far are saved in "

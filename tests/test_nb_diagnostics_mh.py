@@ -70,7 +70,7 @@ def test_the_agreement_table_follows_the_stated_rule(out):
     checks = [v for k, v in result["checks"].items() if k.startswith("R̂ and coupling agree")]
     assert len(checks) == 2 and result["verdict"] in ("passes", "fails", "inconclusive at this scale")
     cal = read_table(out, "calibration")
-    assert set(cal.threshold) == {RHAT_MAX, 1.05} and cal.power.between(0, 1).all() and cal.size.between(0, 1).all()
+    assert set(cal.threshold) == {RHAT_MAX, 1.05} and cal.power.between(0, 1).all() and cal["size"].between(0, 1).all()
 
 
 def test_mh_acceptance_and_forward_rows(out):

@@ -92,8 +92,8 @@ def test_the_growth_check_is_the_curvature_rule_with_its_calibration(out):
     assert list(checks.columns) == COLUMNS and len(checks) == 1
     cal = pd.read_csv(out / "calibration.csv")
     assert list(cal.design) == [f"{k * 4} pairs per length" for k in (1, 2, 4, 8)]
-    assert checks.power[0] == cal.power[0] and checks.size[0] == cal.size[0]
-    decisive = checks.power[0] >= 0.8 and checks.size[0] <= 0.1
+    assert checks.power[0] == cal.power[0] and checks["size"][0] == cal["size"][0]
+    decisive = checks.power[0] >= 0.8 and checks["size"][0] <= 0.1
     assert checks.outcome[0] == ({True: "pass", False: "fail"}[bool(curv.passes[0])] if decisive else "inconclusive")
 
 

@@ -132,14 +132,19 @@ def test_escape_fraction_table(out):
     (dict(delta_quantiles=[1.5]), "delta_quantiles are quantile levels"),
     (dict(radius_quantile=1.5), "radius_quantile are quantile levels"),
     (dict(control_temperature=0.05), "must be above temperature"),
-    (dict(starts=0), "starts must be an integer ≥ 1"),
-    (dict(starts=[0, 1]), "starts must be an integer ≥ 1"),
     (dict(steps=5, record_every=10), "steps must be an integer ≥ 20"),
 ])
 def test_bad_parameters_stop_the_first_cell(tmp_path, params, expected):
     err = first_cell_error(NAME, tmp_path, **params)
     assert err is not None, "the first cell after the parameters ran through"
     assert expected in str(err), repr(err)
+
+
+@pytest.mark.parametrize("starts, expected", [(0, "parameter starts must be > 0"),
+                                               ([0, 1], "parameter starts must be one value like 2, not a list")])
+def test_starts_is_a_count_of_documents(tmp_path, starts, expected):
+    with pytest.raises(BookError, match=expected):
+        first_cell_error(NAME, tmp_path, starts=starts)
 
 
 def test_a_missing_embedder_folder_is_refused_before_any_kernel(tmp_path):

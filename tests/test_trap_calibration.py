@@ -43,7 +43,13 @@ def test_one_token_neighbours_refuse_bad_input():
         semantic.one_token_neighbours(model, torch.zeros(1, 3, dtype=torch.long), temperature=0.0)
     with pytest.raises(ValueError, match="token ids must lie"):
         semantic.one_token_neighbours(model, torch.full((1, 3), 7))
-    single = exact.PairwiseModel(torch.zeros(2, 2, 1, 1))
+    class OneToken(exact.PairwiseModel):  # every site may hold token 0 only
+        def logits(self, states, sites, dtype=None):
+            out = super().logits(states, sites, dtype)
+            out[:, 1:] = float("-inf")
+            return out
+
+    single = OneToken(torch.zeros(2, 2, 2, 2, dtype=torch.float64))
     with pytest.raises(ValueError, match="no one-token neighbour"):
         semantic.one_token_neighbours(single, torch.zeros(1, 2, dtype=torch.long))
 
