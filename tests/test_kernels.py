@@ -21,6 +21,7 @@ import torch
 from glauber_mlm import coupled_metropolis, coupling_times, exact, glauber, load_mlm, metropolis, mh_coupling_times
 from glauber_mlm.kernels import coupled_init, coupled_step, glauber_init, glauber_step
 from glauber_mlm.sampling import chain_seeds
+from test_checkpoint import count_forwards
 
 HERE = Path(__file__).resolve().parent
 FIXTURES = HERE / "fixtures" / "kernels"
@@ -218,20 +219,6 @@ def test_the_readme_annealing_loop_runs():
     namespace: dict = {}
     exec(model + "\n" + loop, namespace)
     assert namespace["state"].x.shape == (8, 16) and bool((namespace["state"].done == 500).all())
-
-
-def count_forwards(model, stop_after: int | None = None) -> list[int]:
-    """Patch `model.logits` to count its calls (the returned list); it raises KeyboardInterrupt after `stop_after`."""
-    calls, inner = [0], type(model).logits.__get__(model)
-
-    def logits(states, sites, dtype=None):
-        calls[0] += 1
-        if stop_after is not None and calls[0] > stop_after:
-            raise KeyboardInterrupt
-        return inner(states, sites, dtype)
-
-    model.logits = logits
-    return calls
 
 
 def record() -> None:
