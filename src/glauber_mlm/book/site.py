@@ -259,14 +259,14 @@ RULES_TABLE = Path("book") / "_generated" / "rules.md"
 
 def write_rules_record(root: Path) -> Path:
     """Write `<root>/book/_generated/rules.md` (not tracked; included by the pre-registration page): every dated entry
-    of the repository's notebooks/rules.json, newest first, with its rules hash and paper-profile hash."""
+    of the repository's notebooks/rules.json, newest first, with its rules hash and paper-profile hash, and whether a
+    build under those rules was committed."""
     record_path = REPO / "notebooks" / "rules.json"
     record = json.loads(record_path.read_text()) if record_path.is_file() else {}
-    lines = ["| date | notebook | what changed | rules hash | paper profile hash | builds under earlier rules committed |",
-             "| --- | --- | --- | --- | --- | --- |"]
+    lines = ["| notebook, date | what changed | rules / paper hash | built |", "| --- | --- | --- | --- |"]
     entries = sorted(((e, name) for name, es in record.items() for e in es), key=lambda t: (t[0]["date"], t[1]), reverse=True)
     for e, name in entries:
-        cells = (e["date"], name, e["change"], _code(e.get("hash") or "–"), _code(e.get("paper") or "–"),
+        cells = (f"{name}, {e['date']}", e["change"], f"{_code(e.get('hash') or '–')} / {_code(e.get('paper') or '–')}",
                  "yes" if e.get("builds_committed") else "no")
         lines.append("| " + " | ".join(_md_cell(c) for c in cells) + " |")
     page = root / RULES_TABLE
