@@ -549,9 +549,10 @@ else:
 # within a few sweeps; traps (m > 0) tend to stay longer the larger m/τ, and the fitted slope c says how close
 # the growth is to the predicted $e^{m/\tau}$ ($c = 1$; the intercept b should then be near log n, the cost of first
 # picking the least-held site). A dwell is a single geometric waiting time, so the scatter around the line is
-# wide (the log of an exponential variable has standard deviation $\pi/\sqrt{6}$) and R² stays modest even when the law
-# holds; censored traps, the longest, are left out, which pulls c down. The printout above gives c, its
-# interval and the verdict against c = 1. A rate below 1 means the exponential law shows only as a trend,
+# wide (the log of an exponential variable has standard deviation $\pi/\sqrt{6}$) even when the law holds; the
+# censored traps, the longest, enter the likelihood as "at least this long" rather than being dropped, which
+# would pull c down. The printout above gives c, its interval and its reading against c = 1; the checks read it
+# against the margin stated before the run. A rate below 1 means the exponential law shows only as a trend,
 # weaker than the theorem's: a state is then left through more than one weak site, not only the least-held
 # one, as happens when the uniform margin the theorem needs is absent. And where $m/\tau < \ln(V-1)$ the
 # theorem's bound is vacuous (theory page, {ref}`when the bound says something <theory-margin-bound>`), so

@@ -284,7 +284,8 @@ for n, seconds, rows in timing:
 #   pairs, with its two-sided p-value against "T/(n log n) has one distribution at every n", and the slope
 #   of log(median T/(n log n)) against log n with its bootstrap interval (0 for a flat ratio).
 #
-# **The decision rule, fixed before the runs** (`stats.judge_laws`, `stats.tell_apart`). Each law
+# **How the laws are read** (`stats.judge_laws`, `stats.tell_apart`; the page's check is the curvature rule of the
+# next section, calibrated at this design, and these readings only describe what the β interval excludes). Each law
 # f ∈ {n, n log n, n^1.5, n²} has a local exponent over the fitted lengths: the slope of log f(n) against
 # log n at those lengths (1, 2 and 1.5 for the powers; for n log n it lies between 1 and 1.5 and falls as
 # n grows). A law is **rejected** when the 95% interval for β excludes its local exponent; n log n is also
@@ -379,7 +380,7 @@ verdicts
 # intervals over pairs, against n for each scaling temperature; a flat line is the n log n law, a rising line
 # faster growth. Right: the medians on log–log axes with the three fixed laws and the free power law. The
 # printed readings above give, per temperature, β with its interval beside the local exponents of the four
-# laws, the trend test on T/(n log n), R² of the fixed laws, and the verdicts of the decision rule: which laws
+# laws, the trend test on T/(n log n), R² of the fixed laws, and the readings of the β interval: which laws
 # are rejected and which pairs of laws the data can and cannot tell apart. Neighbouring laws whose local
 # exponents differ by less than the width of the β interval cannot be told apart at this number of pairs and
 # this range of lengths, whatever the point estimate; a wider range of n or more pairs narrows the interval.

@@ -40,7 +40,8 @@
 # both views judge the same horizon. R̂ reads the second half of each chain (the first half is warm-up). A
 # temperature is *slow* when more than half of its coupled pairs have not met by the budget, *fast* when every
 # pair met within the first half of it, and *between* otherwise (`gm.coupling_regime`). R̂ *flags* a
-# temperature when the largest R̂ over the summaries reaches the threshold. The two views **agree** at a
+# temperature when the R̂ of the PLL energy reaches the threshold (the Hamming summary is shown too, but once every
+# token has been replaced it is stuck and its R̂ says nothing). The two views **agree** at a
 # threshold when R̂ flags every slow temperature and no fast one. The threshold is ArviZ's (Vehtari et al.
 # recommend using a sample only when R̂ < 1.01); the laxer 1.05 is shown beside it. Either can fail: R̂ can
 # miss chains that coupling calls slow (coupling only bounds d(t) from above, so it can also be the coupling
