@@ -113,10 +113,10 @@ for key in ("pairs", "seeds", "budget", "scaling_pairs", "scaling_budget"):
     run.integer(key, 1)
 texts = load_passages(run["passages"])
 # starting pairs per (length, replicate): independent passages from distinct documents; fails here if too few
-starts = {(m.name, n, s): passage_pairs(m, texts, n, run["pairs"], seed=run["seed"] * 1_000_003 + s * 1009 + n)
+starts = {(m.name, n, s): passage_pairs(m, texts, n, run["pairs"], seed=run.seed_for("grid pairs", n=n, s=s))
           for m in mlms for n in ns for s in range(run["seeds"])}
 # the scaling study's pairs: fresh passages (another seed stream), one set per length shared by its temperatures
-scaling_starts = {n: passage_pairs(mlm, texts, n, run["scaling_pairs"], seed=run["seed"] * 1_000_003 + 7_777_777 + n)
+scaling_starts = {n: passage_pairs(mlm, texts, n, run["scaling_pairs"], seed=run.seed_for("pairs", n=n))
                   for n in scaling_ns}
 run.show()
 

@@ -382,7 +382,7 @@ B0 = chain_starts.shape[0]
 grid = [(tau, p, s) for tau in chain_taus for p in range(B0) for s in range(run["seeds"])]
 init = torch.stack([chain_starts[p] for _, p, _ in grid])
 chain_temp = torch.tensor([tau for tau, _, _ in grid])
-traj = gm.glauber(mlm, init, run["steps"], chain_temp, seed=run["seed"] * 1_000_003 + torch.arange(len(grid)),
+traj = gm.glauber(mlm, init, run["steps"], chain_temp, seed=run.seed_for("chains", n=torch.arange(len(grid))),
                   record_every=1, progress=True, checkpoint=run.checkpoint("chains"))
 snap_steps = list(range(0, run["steps"] + 1, run["record_every"]))
 snaps = traj.states[snap_steps]  # (S, B, n)

@@ -128,8 +128,8 @@ if (not isinstance(mh_lengths, (list, tuple)) or n not in mh_lengths
 mh_lengths = sorted({int(L) for L in mh_lengths})
 texts = load_passages(run["passages"])
 # dispersed starts: one real passage per chain, from distinct documents; the same passages at every temperature
-starts, _ = sample_passages(mlm, texts, n, C, seed=run["seed"] * 1_000_003 + n)
-x0, y0, _ = passage_pairs(mlm, texts, n, P, seed=run["seed"] * 1_000_003 + 7_777_777 + n)
+starts, _ = sample_passages(mlm, texts, n, C, seed=run.seed_for("starts", n=n))
+x0, y0, _ = passage_pairs(mlm, texts, n, P, seed=run.seed_for("pairs", n=n))
 print(f"R̂ thresholds: {', '.join(f'{h:g}' for h in THRESHOLDS)}")
 run.show()
 
@@ -352,7 +352,7 @@ glue("views_readings", Markdown("\n".join(rows)), display=False)
 # %%
 rows, mh_runs = [], {}
 for L in mh_lengths:  # length n: the first M Glauber starts; other lengths: M passages of their own
-    mh_starts = starts[:M] if L == n else sample_passages(mlm, texts, L, M, seed=run["seed"] * 1_000_003 + L)[0]
+    mh_starts = starts[:M] if L == n else sample_passages(mlm, texts, L, M, seed=run.seed_for("starts", n=L))[0]
     mh_runs[L] = gm.metropolis(mlm, mh_starts.repeat(T, 1), budget, temperature=torch.tensor(taus).repeat_interleave(M),
                                seed=run["seed"] * 1_000_000 + 600_000 + 1_000 * (L - n) + torch.arange(T * M),
                                energy="pll", progress=True)

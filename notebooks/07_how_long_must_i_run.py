@@ -243,7 +243,7 @@ run.save_figure(fig, "ising_bounds")
 # %%
 runs_mlm = {}
 for n in lengths_:
-    x0, y0, _ = passage_pairs(mlm, texts, n, P, seed=run["seed"] * 1_000_003 + 7_777_777 + n)
+    x0, y0, _ = passage_pairs(mlm, texts, n, P, seed=run.seed_for("pairs", n=n))
     T = len(taus)
     res = lag_coupling(mlm, x0.repeat(T, 1), y0.repeat(T, 1), L_mlm, B,
                        temperature=torch.tensor(taus).repeat_interleave(P),

@@ -18,6 +18,7 @@ from glauber_mlm.book.plan import (PUBLISHED_CONFIGS, CountingModel, Rates, Work
 from glauber_mlm.hf import DEFAULT_MODEL
 from glauber_mlm.passages import load_passages, passage_pairs, sample_passages
 from glauber_mlm.rectangle import float64_twin
+from glauber_mlm.rng import stream
 
 pytestmark = pytest.mark.skipif(not (DEFAULT_MODEL / "model.safetensors").is_file(),
                                 reason="the embedded default model is not built yet")
@@ -86,7 +87,7 @@ def test_02_coupled_pairs_never_exceed_the_plan_and_match_it_when_none_can_meet(
         p, works = smoke(name, **({"budget": budget} if budget else {}))
         taus, seeds = p["temperatures"], p["seeds"]
         for n in sorted(p["lengths"]):
-            starts = {s: passage_pairs(mlm, texts, n, p["pairs"], seed=p["seed"] * 1_000_003 + s * 1009 + n)
+            starts = {s: passage_pairs(mlm, texts, n, p["pairs"], seed=stream(p["seed"], "grid pairs", n, s))
                       for s in range(seeds)}
             x0 = torch.cat([starts[s][0] for _ in taus for s in range(seeds)])
             y0 = torch.cat([starts[s][1] for _ in taus for s in range(seeds)])
@@ -100,7 +101,7 @@ def test_02_coupled_pairs_never_exceed_the_plan_and_match_it_when_none_can_meet(
                 assert res.forward_rows == planned.rows
     p, works = smoke(name)
     for n in sorted(set(p["scaling_lengths"])):
-        x0, y0, _ = passage_pairs(mlm, texts, n, p["scaling_pairs"], seed=p["seed"] * 1_000_003 + 7_777_777 + n)
+        x0, y0, _ = passage_pairs(mlm, texts, n, p["scaling_pairs"], seed=stream(p["seed"], "pairs", n))
         k = len(p["scaling_temperatures"])
         temps = torch.tensor([tau for tau in p["scaling_temperatures"] for _ in range(p["scaling_pairs"])])
         res = gm.coupling_times(mlm, x0.repeat(k, 1), y0.repeat(k, 1), p["scaling_budget"], temperature=temps,
@@ -180,7 +181,7 @@ def test_05_influence_chains_and_margins_against_the_plan(mlm, texts):
     chain_temp = torch.tensor([tau for tau, _ in grid])
     counted = CountingModel(mlm)
     traj = gm.glauber(counted, torch.stack([starts[q] for _, q in grid]), p["steps"], chain_temp,
-                      seed=p["seed"] * 1_000_003 + torch.arange(len(grid)), record_every=1, speculate=1)
+                      seed=stream(p["seed"], "chains", torch.arange(len(grid))), record_every=1, speculate=1)
     assert (counted.rows, counted.calls) == (line(works, "margin chains").rows, line(works, "margin chains").calls)
     counted = CountingModel(mlm)
     gm.local_margins(counted, traj.states[list(range(0, p["steps"] + 1, p["record_every"]))].reshape(-1, L))
@@ -199,8 +200,8 @@ def test_06_chains_energies_and_pairs_against_the_plan(mlm, texts):
     p, works = smoke("06_has_my_chain_mixed")
     taus, n, S = sorted(p["temperatures"]), p["length"], p["steps"]
     T, C, P, M, Q = len(taus), p["chains"], p["pairs"], p["mh_chains"], p["mh_pairs"]
-    starts, _ = sample_passages(mlm, texts, n, C, seed=p["seed"] * 1_000_003 + n)
-    x0, y0, _ = passage_pairs(mlm, texts, n, P, seed=p["seed"] * 1_000_003 + 7_777_777 + n)
+    starts, _ = sample_passages(mlm, texts, n, C, seed=stream(p["seed"], "starts", n))
+    x0, y0, _ = passage_pairs(mlm, texts, n, P, seed=stream(p["seed"], "pairs", n))
     counted = CountingModel(mlm)
     traj = gm.glauber(counted, starts.repeat(T, 1), S, temperature=torch.tensor(taus).repeat_interleave(C),
                       seed=p["seed"] * 1_000_000 + torch.arange(T * C), speculate=1)
@@ -219,7 +220,7 @@ def test_06_chains_energies_and_pairs_against_the_plan(mlm, texts):
     assert mh.forward_rows == counted.rows <= planned.rows and counted.calls <= planned.calls and planned.upper
     for L in sorted(set(p["mh_lengths"]) - {n}):
         counted = CountingModel(mlm)
-        other = sample_passages(mlm, texts, L, M, seed=p["seed"] * 1_000_003 + L)[0]
+        other = sample_passages(mlm, texts, L, M, seed=stream(p["seed"], "starts", L))[0]
         gm.metropolis(counted, other.repeat(T, 1), S, temperature=torch.tensor(taus).repeat_interleave(M),
                       seed=p["seed"] * 1_000_000 + 600_000 + 1_000 * (L - n) + torch.arange(T * M))
         planned = line(works, f"MH chains at n = {L}")
@@ -334,7 +335,7 @@ def test_07_lag_runs_and_exact_models_against_the_plan(mlm, texts):
     taus, P = sorted(p["temperatures"]), p["pairs"]
     T = len(taus)
     for n in sorted(set(p["lengths"])):
-        x0, y0, _ = passage_pairs(mlm, texts, n, P, seed=p["seed"] * 1_000_003 + 7_777_777 + n)
+        x0, y0, _ = passage_pairs(mlm, texts, n, P, seed=stream(p["seed"], "pairs", n))
         res = lag_coupling(mlm, x0.repeat(T, 1), y0.repeat(T, 1), p["lag"], p["budget"],
                            temperature=torch.tensor(taus).repeat_interleave(P),
                            seed=p["seed"] * 1_000_000 + 800_000 + 10_000 * n + torch.arange(T * P))

@@ -132,6 +132,12 @@ class Run:
     def __getitem__(self, key: str):
         return self.params[key]
 
+    def seed_for(self, name: str, n=0, s: int = 0):
+        """The seed of the named draw `name` at (n, s) of this run: `rng.stream(run["seed"], name, n, s)`."""
+        from .rng import stream
+
+        return stream(self.params["seed"], name, n, s)
+
     def integer(self, key: str, low: int, high: int | None = None) -> int:
         """The parameter ``key`` as an int in [low, high]; a clear error otherwise."""
         v = self.params[key]

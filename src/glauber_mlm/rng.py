@@ -82,3 +82,25 @@ def sample_categorical(probs: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
     target = (u.to(torch.float64) * cdf[:, -1]).unsqueeze(-1)
     idx = torch.searchsorted(cdf, target, right=True).squeeze(-1)
     return idx.clamp_max(probs.shape[-1] - 1)
+
+
+# ---- named seed streams of the notebooks -----------------------------------------------------------------------
+
+# offset of each named stream in `stream`: the integers the notebooks used before the streams had names
+NAMED_STREAMS = {
+    "starts": 0,          # a length's chain starts (`sample_passages`), n = the length
+    "chains": 0,          # one seed per chain of a batch, n = the chain's index (a tensor of them)
+    "grid pairs": 0,      # the coupled starting pairs of a (τ, n) grid cell, s = the cell's seed index, n = the length
+    "pairs": 7_777_777,   # a length's coupled starting pairs (scaling study, diagnostics, L-lag runs), n = the length
+}
+
+
+def stream(seed: int, name: str, n: int | torch.Tensor = 0, s: int = 0) -> int | torch.Tensor:
+    """The seed of the named draw `name` at index (n, s) of a run seeded `seed`:
+    seed · 1_000_003 + NAMED_STREAMS[name] + 1009 · s + n (an int, or a tensor of seeds when n is one).
+
+    The formula is the one the notebooks wrote out before the streams had names, so every table is as it was."""
+    if name not in NAMED_STREAMS:
+        raise ValueError(f"unknown seed stream {name!r}: the named streams are {', '.join(map(repr, NAMED_STREAMS))}.")
+    return check_int("seed", seed) * 1_000_003 + NAMED_STREAMS[name] + 1009 * check_int("s", s) + (
+        n if isinstance(n, torch.Tensor) else check_int("n", n))
