@@ -50,6 +50,18 @@ def test_the_reason_names_the_first_open_check_and_why():
     assert "(and 1 more)" in v.reason
 
 
+def test_the_reason_names_an_open_core_check_before_an_open_side_check():
+    v = judge([check(True, WEAK, core=False, name="side"), check(False, WEAK, name="core")])
+    assert "“core” is inconclusive" in v.reason and "(and 1 more)" in v.reason
+
+
+def test_the_box_says_what_the_rule_says_for_an_inconclusive_check():
+    checks = [check(False, WEAK, name="weak fail"), check(True, WEAK, core=False, name="weak side pass")]
+    text = box_markdown("claim", "build", {}, checks, judge(checks))
+    assert "| weak fail | v | t | 0.60 / 0.30 | inconclusive: the rule says fail, but power 0.60 < 0.8, size 0.30 > 0.1 |" in text
+    assert "inconclusive: the rule says pass, but power 0.60 < 0.8, size 0.30 > 0.1 (side check) |" in text
+
+
 @pytest.mark.parametrize("checks", [[], [{"a": True}], ["yes"]])
 def test_a_verdict_needs_checks(checks):
     with pytest.raises(ValueError, match="Check"):

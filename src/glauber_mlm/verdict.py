@@ -62,7 +62,7 @@ def judge(checks: list[Check], question: str = "paper") -> Verdict:
         word, reason = yes, f"all {len(checks)} checks pass decisively"
     else:
         open_ = [c for c in checks if c.outcome != PASS]
-        first = open_[0]
+        first = next((c for c in open_ if c.core), open_[0])  # a core check decides the claim: name it first
         more = f" (and {len(open_) - 1} more)" if len(open_) > 1 else ""
         state = "fails (a side check)" if first.outcome == FAIL else f"is inconclusive: {first.reason}"
         reason = f"{passed} of {len(checks)} checks pass decisively; “{first.check}” {state}{more}"
@@ -88,7 +88,10 @@ def box_markdown(claim: str, build: str, numbers: dict[str, str], checks: list[C
               "| --- | --- | --- | --- | --- |"]
     for c in checks:
         cal = f"{c.calibration.power:.2f} / {c.calibration.size:.2f}" if c.calibration else "not calibrated"
-        outcome = {PASS: "pass", FAIL: "**fail**", INCONCLUSIVE: f"inconclusive ({c.reason})"}[c.outcome]
+        says = {True: "the rule says pass", False: "the rule says fail", None: "not computable"}[c.passes]
+        outcome = {PASS: "pass", FAIL: "**fail**",
+                   INCONCLUSIVE: f"inconclusive: {says}" + ("" if c.passes is None else f", but {c.reason}")}[c.outcome]
+        outcome += "" if c.core else " (side check)"
         lines.append(f"| {_cell(c.check)} | {_cell(c.value)} | {_cell(c.threshold)} | {cal} | {_cell(outcome)} |")
     if not_shown:
         lines += ["", f"**What this build does not show.** {not_shown}"]
