@@ -135,3 +135,26 @@ def test_coupling_regime_reads_the_budget():
     assert coupling_regime([40, 3], [False, True], 40) == "between"  # half censored is not more than half
     with pytest.raises(ValueError, match="one entry per pair"):
         coupling_regime([], [], 40)
+
+
+def test_paired_difference_is_the_t_interval():
+    from scipy.stats import ttest_rel
+
+    from glauber_mlm.diagnostics import paired_difference
+
+    high, low = np.array([0.7, 0.72, 0.69, 0.75]), np.array([0.3, 0.35, 0.33, 0.31])
+    r = paired_difference(high, low)
+    ci = ttest_rel(high, low).confidence_interval(0.95)
+    assert r["units"] == 4 and r["above"] and r["ci_low"] < r["difference"] < r["ci_high"]
+    np.testing.assert_allclose([r["ci_low"], r["ci_high"]], [ci.low, ci.high])
+    assert not paired_difference(low, high)["above"]
+    with pytest.raises(ValueError, match="two units"):
+        paired_difference([0.5], [0.4])
+
+
+def test_paired_difference_calibration_power_and_size():
+    from glauber_mlm.planted import paired_difference_calibration
+
+    cal = paired_difference_calibration(12, 0.05, 0.1, replicates=400)
+    assert cal.power >= 0.95 and cal.size <= 0.05, cal  # a two-sided 95 % interval: size 0.025 in theory
+    assert paired_difference_calibration(4, 0.2, 0.1, replicates=400).power < 0.5  # too noisy to find it

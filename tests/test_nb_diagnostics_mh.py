@@ -73,6 +73,20 @@ def test_the_agreement_table_follows_the_stated_rule(out):
     assert set(cal.threshold) == {RHAT_MAX, 1.05} and cal.power.between(0, 1).all() and cal["size"].between(0, 1).all()
 
 
+def test_mh_acceptance_check_pairs_chains_and_is_calibrated(out):
+    every, chains = read_table(out, "mh_acceptance"), read_table(out, "mh_acceptance_chains")
+    assert list(chains.columns) == ["length", "temperature", "start", "acceptance"]
+    assert len(chains) == len(MH_LENGTHS) * len(TEMPS) * MH_CHAINS
+    means = chains.groupby(["length", "temperature"]).acceptance.mean().to_numpy()
+    assert np.allclose(means, every.acceptance)  # the table's rate is the mean over chains
+    wide = chains.pivot_table(index=["length", "start"], columns="temperature", values="acceptance").dropna()
+    checks = read_table(out, "checks")
+    mh = checks[checks.check.str.startswith("MH's acceptance rate")].iloc[0]
+    diff = (wide[TEMPS[-1]] - wide[TEMPS[0]]).mean()
+    assert mh.value.startswith(f"{diff:+.2f} [") and mh.value.endswith(f"over {len(wide)} chains")
+    assert mh.replicates > 0 and mh.rule_says == ("pass" if float(mh.value.split("[")[1].split(",")[0]) > 0 else "fail")
+
+
 def test_mh_acceptance_and_forward_rows(out):
     every = read_table(out, "mh_acceptance")
     assert list(every.columns) == ["length", "temperature", "chains", "steps", "changing_share", "acceptance", "acceptance_low",

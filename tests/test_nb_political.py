@@ -85,6 +85,28 @@ def test_escape_times(out):
 
 
 @needs_model
+def test_start_memory_and_the_calibrated_level_checks(out):
+    m = pd.read_csv(out / "start_memory.csv")
+    assert list(m.temperature) == TEMPS and (m.chains == 2 * STARTS).all()
+    for est, lo, hi in (("own_start", "own_low", "own_high"), ("other_starts", "other_low", "other_high"),
+                        ("gap", "gap_low", "gap_high")):
+        assert ((m[lo] <= m[est] + 1e-12) & (m[est] <= m[hi] + 1e-12)).all()
+    assert np.allclose(m.gap, m.other_starts - m.own_start)
+    assert (m.other_starts > 0.8).all()  # passages of different documents differ at most of their sites
+    assert (m.remembers == (m.gap_low > 0)).all()
+    cal = pd.read_csv(out / "level_calibration.csv")
+    assert set(cal.check) == {"political vs non-political starts", "non-political starts vs edited text"}
+    assert cal.power.between(0, 1).all() and cal["size"].between(0, 1).all()
+    checks = pd.read_csv(out / "checks.csv")
+    assert len(checks) == 4 and checks.replicates.gt(0).all()  # every check calibrated
+    for check, name in ((0, "political vs non-political starts"), (3, "non-political starts vs edited text")):
+        first = cal[cal.check == name].iloc[0]
+        assert first.design == f"{STARTS} starts per type"
+        assert checks.power[check] == pytest.approx(first.power) and checks["size"][check] == pytest.approx(first["size"])
+        assert checks.threshold[check] == "passes when the interval lies above 0"
+
+
+@needs_model
 @pytest.mark.parametrize("params, expected", [
     (dict(method="svm"), "method must be one of"),
     (dict(starts=100000), "passages from distinct documents have"),
@@ -120,6 +142,14 @@ def test_temperature_contrasts_pair_starts_and_read_the_trend():
     assert political.trend_verdict(c.reset_index()) == "not monotone"
     assert political.trend_verdict(c.reset_index().iloc[:1]) == "falls as τ rises"
     assert political.trend_verdict(c.reset_index().iloc[1:2]) == "not resolved"
+
+
+def test_difference_ci_resamples_each_group_and_contains_its_estimate():
+    a, b = np.r_[np.ones(10), np.zeros(10)], np.zeros(30)
+    d, lo, hi = political.difference_ci(a, np.arange(20), b, np.arange(30))
+    assert d == 0.5 and lo <= d <= hi and lo > 0.2 and hi < 0.8
+    d, lo, hi = political.difference_ci(b[:20], np.arange(20), a, np.arange(20))
+    assert d == -0.5 and hi < 0  # the other way round: below
 
 
 def test_document_roles_recompute_the_build_split():

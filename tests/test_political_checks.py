@@ -68,3 +68,36 @@ def test_matched_rate_edits_change_tokens_at_each_chain_rate():
     assert 0 < moved[1:].mean() and not (states[1, 1] != 0).all()
     with pytest.raises(ValueError, match="probabilities in"):
         semantic.matched_rate_edits(x0, 10, [0.1, 2.0, 0.1], [3], 5)
+
+
+def test_start_memory_known_answers():
+    starts = np.array([[0, 0, 0, 0], [1, 1, 1, 1], [0, 0, 0, 0]])
+    ends = np.array([[0, 0, 1, 1],   # half its own start, half the other start
+                     [1, 1, 1, 1],   # still at its own start: own 0, others 1
+                     [1, 1, 1, 1]])  # moved onto the other start: own 1, others 0
+    m = political.start_memory(starts, ends, np.array(["a", "b", "a"]))
+    np.testing.assert_allclose(m.own, [0.5, 0.0, 1.0])
+    np.testing.assert_allclose(m.others, [0.5, 1.0, 0.0])
+    with pytest.raises(ValueError, match="two starting passages"):
+        political.start_memory(starts, ends, np.array(["a", "a", "a"]))
+
+
+def test_recentred_fractions_keep_the_units_and_move_the_mean():
+    rng = np.random.default_rng(0)
+    values, units = rng.uniform(0.3, 0.5, 40), np.repeat(np.arange(20), 2)
+    means = [planted.recentred_fractions(rng, values, units, 0.7)[0].mean() for _ in range(200)]
+    assert abs(np.mean(means) - 0.7) < 0.01
+    v, u = planted.recentred_fractions(rng, values, units, 0.7)
+    assert v.shape == values.shape and np.bincount(u).tolist() == [2] * 20 and v.min() >= 0 and v.max() <= 1
+
+
+@pytest.mark.parametrize("reference_texts", [None, 300])
+def test_level_gap_rule_has_power_on_a_planted_gap_and_keeps_its_size(reference_texts):
+    """Chains with a start spread of 0.1: a planted gap of 0.3 is found, no gap is not (intervals apart)."""
+    rng = np.random.default_rng(1)
+    units = np.repeat(np.arange(20), 2)
+    values = np.clip(0.3 + rng.normal(0, 0.1, 20)[units] + rng.normal(0, 0.05, 40), 0, 1)
+    cal = planted.level_gap_calibration(values, units, 0.3, 0.3, reference_texts=reference_texts, replicates=60)
+    assert cal.power >= 0.9 and cal.size <= 0.05, cal
+    weak = planted.level_gap_calibration(values, units, 0.3, 0.02, reference_texts=reference_texts, replicates=60)
+    assert weak.power < 0.3, weak  # a gap inside the intervals is not found: the rule can fail

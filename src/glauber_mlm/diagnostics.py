@@ -251,3 +251,19 @@ def coupling_regime(times: Any, met: Any, budget: int) -> str:
     if met.all() and times.max() <= budget / 2:
         return "fast"
     return "between"
+
+
+def paired_difference(high: Any, low: Any, level: float = 0.95) -> dict[str, float]:
+    """Mean of the paired differences d_u = high_u − low_u over independent units (chains, starts) with its
+    two-sided t interval, d̄ ± t_{(1+level)/2, U−1}·s_d/√U; `above` says the interval lies above 0 (the rule of
+    notebook 06's acceptance check). Returns dict(difference, ci_low, ci_high, units, above)."""
+    from scipy.stats import t as student
+
+    high, low = np.asarray(high, float), np.asarray(low, float)
+    if high.ndim != 1 or high.shape != low.shape or high.size < 2:
+        raise ValueError(f"need one value per unit at each level, at least two units; got shapes {high.shape} and "
+                         f"{low.shape}.")
+    d = high - low
+    half = student.ppf((1 + level) / 2, d.size - 1) * d.std(ddof=1) / np.sqrt(d.size)
+    mean = float(d.mean())
+    return dict(difference=mean, ci_low=mean - half, ci_high=mean + half, units=int(d.size), above=bool(mean - half > 0))

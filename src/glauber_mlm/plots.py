@@ -228,3 +228,9 @@ def _shipped(fig):
     if not run_id():
         return fig
     return HTML(fig.to_html(include_plotlyjs=False, full_html=False, config={"responsive": True, "displaylogo": False}))
+
+
+def show_table(df, precision: int = 3):
+    """A table as a page shows it: no index, integers as integers, floats to `precision` significant digits."""
+    floats = df.select_dtypes("float").columns
+    return df.style.hide(axis="index").format({c: f"{{:.{precision}g}}" for c in floats})
