@@ -34,29 +34,30 @@
 
 # %% tags=["parameters"]
 profile = "cpu"        # smoke (tests, < 1 min) | cpu (embedded model, offline) | paper (GPU, hub models)
-model = None           # None: the profile's MLM (for the rectangle section); or a hub name / local folder
-device = None          # None: cuda when present, else cpu
 dtype = None           # None: bfloat16 where the device runs it natively, else float32; or "float32" | "bfloat16"
-seed = None
-coupling = None        # J of the Potts/Ising chains
-law_sites = None       # sites of the Potts chain whose stationary law is enumerated (law_states ** law_sites states)
-law_states = None      # q of that Potts chain
-law_temperature = None
-chains = None          # independent chains for the stationary law (intervals bootstrap over chains)
-sweeps = None          # sweeps (n steps each) per chain; the first half is burn-in
-temperatures = None    # high temperatures for the n log n check
-lengths = None         # Ising chain lengths for the n log n check
-pairs = None           # coupled pairs per (τ, n) cell
-budget = None          # coupling budget in steps
-low_temperatures = None  # temperatures for the low-temperature slow-down
-low_length = None      # Ising chain length for the slow-down
-rectangles = None      # rectangles per model
-passages = None        # "embedded" | "ms_marco": contexts for the MLM's rectangles
-rect_length = None     # tokens per MLM context
-influence_sites = None  # Ising chain length for the influence check (all 2^n contexts are enumerated)
-influence_temperatures = None
 scale = 1.0            # < 1: a dry run, the profile's BUDGETS × scale (rounded up); its pages say so
 output_dir = None
+# every other parameter is a key of PROFILES below, set with `-p KEY VALUE` (None: the profile's value):
+#   model: None: the profile's MLM (for the rectangle section); or a hub name / local folder
+#   device: None: cuda when present, else cpu
+#   seed
+#   coupling: J of the Potts/Ising chains
+#   law_sites: sites of the Potts chain whose stationary law is enumerated (law_states ** law_sites states)
+#   law_states: q of that Potts chain
+#   law_temperature
+#   chains: independent chains for the stationary law (intervals bootstrap over chains)
+#   sweeps: sweeps (n steps each) per chain; the first half is burn-in
+#   temperatures: high temperatures for the n log n check
+#   lengths: Ising chain lengths for the n log n check
+#   pairs: coupled pairs per (τ, n) cell
+#   budget: coupling budget in steps
+#   low_temperatures: temperatures for the low-temperature slow-down
+#   low_length: Ising chain length for the slow-down
+#   rectangles: rectangles per model
+#   passages: "embedded" | "ms_marco": contexts for the MLM's rectangles
+#   rect_length: tokens per MLM context
+#   influence_sites: Ising chain length for the influence check (all 2^n contexts are enumerated)
+#   influence_temperatures
 
 # %%
 import itertools
@@ -96,11 +97,7 @@ PROFILES = {
 # where intervals bootstrap over the units; temperatures, lengths, grids and thresholds are never scaled
 BUDGETS = dict(chains=2, sweeps=4, pairs=2, budget=1, rectangles=2)
 run = Run("00_exact_models", profile, PROFILES, output_dir, scale=scale, dtype=dtype, budgets=BUDGETS,
-          model=model, device=device, seed=seed, coupling=coupling,
-          law_sites=law_sites, law_states=law_states, law_temperature=law_temperature, chains=chains, sweeps=sweeps,
-          temperatures=temperatures, lengths=lengths, pairs=pairs, budget=budget, low_temperatures=low_temperatures,
-          low_length=low_length, rectangles=rectangles, passages=passages, rect_length=rect_length,
-          influence_sites=influence_sites, influence_temperatures=influence_temperatures)
+          overrides=globals())
 
 
 J = run.positive("coupling")
@@ -123,6 +120,43 @@ L_rect = run.integer("rect_length", 2, mlm.max_length)
 texts = load_passages(run["passages"])
 contexts = sample_passages(mlm, texts, L_rect, min(n_rect, 64), seed=run["seed"])[0]  # fails here if too few passages
 run.show()
+
+# %% tags=["plan"]
+# the forward work this run does, as `glauber-mlm plan` counts it: the plan reads this cell (its imports and
+# definitions), so the notebook and the plan share one rule; keep it next to the loops it counts when they change
+import math
+from collections import Counter
+
+from glauber_mlm.book.plan import CHUNK, Work, show_plan
+
+
+def planned_work(p: dict) -> list[Work]:
+    """00_exact_models. MLM: the cell `mlm_rects = gm.random_rectangles(...)` (2R fp32 rows, R = `rectangles` contexts
+    of `rect_length` tokens) and `gm.rectangle_test(mlm, mlm_rects)` (≤ 4R). Exact models: the Potts chains of
+    section 1 (2 scans × chains × sweeps·law_sites), `couple(...)` of section 2 (≤ 2 · pairs · budget per (τ, n)
+    cell), and the toy rectangles (3 × 6R) and `influence_matrix` over all contexts (C · n · (1 + r · n)) of 3–4."""
+    R, m, n_rect = p["rectangles"], p["model"], p["rect_length"]
+    steps, pairs, budget = p["sweeps"] * p["law_sites"], p["pairs"], p["budget"]
+    work = [Work("rectangles: top-k draws", m, n_rect, 2 * R, 1, "float32"),
+            Work("rectangles: rectangle_test", m, n_rect, 4 * R, math.ceil(R / CHUNK), "float32", upper=True),
+            Work("Potts chains, random and systematic scan", "Potts chain", p["law_sites"], 2 * p["chains"] * steps,
+                 2 * steps, kind="exact")]
+    for n, cells in sorted(Counter(p["lengths"]).items()):
+        cells *= len(p["temperatures"])
+        work.append(Work("Ising coupling, high τ", "Ising chain", n, 2 * pairs * budget * cells, budget * cells,
+                         kind="exact", upper=True))
+    lows = len(p["low_temperatures"])
+    work.append(Work("Ising coupling, low τ, ordered starts", "Ising chain", p["low_length"], 2 * pairs * budget * lows,
+                     budget * lows, kind="exact", upper=True))
+    k, k3 = p["influence_sites"], min(p["influence_sites"], 5)
+    influence = 2**k * k * (1 + k) + 3**k3 * k3 * (1 + 2 * k3) + 4 * k3 * (1 + k3)
+    calls = (2**k) * (1 + k) + (3**k3 + 4) * (1 + k3) + 3 * (1 + math.ceil(R / CHUNK))
+    work.append(Work("influence (all contexts) and toy rectangles", "pairwise models", k, influence + 3 * 6 * R, calls,
+                     kind="exact", upper=True))
+    return work
+
+
+show_plan(planned_work(run.params))
 
 # %% [markdown]
 # ## 1. Glauber reproduces the exact stationary law

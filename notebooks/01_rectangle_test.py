@@ -35,22 +35,23 @@
 
 # %% tags=["parameters"]
 profile = "cpu"        # smoke (tests, < 1 min) | cpu (the two embedded models, offline) | paper (GPU, hub models)
-models = None          # None: the profile's models; else a list of hub names / local folders (None: embedded model)
-device = None          # None: cuda when present, else cpu
 dtype = None           # None: bfloat16 where the device runs it natively, else float32; or "float32" | "bfloat16"
-seed = None
-passages = None        # "embedded" (data/passages.jsonl) | "ms_marco" (needs the internet)
-length = None          # tokens per context passage
-contexts = None        # context passages per model (each from a different document)
-per_passage = None     # random rectangles per context passage
-top_k = None           # tokens a, a' (b, b') are drawn from the top-k of the conditional at i (j)
-temperatures = None    # temperatures for the certified fraction against τ
-safety = None          # the tolerance is safety times the noise measured on |ρ| (see below)
-practical = None       # a second threshold on |ρ_τ|: the probability ratio R off by a factor e^practical
-compat_k = None        # candidates per site for the Arnold–Press residual (top-k of the conditional at the context)
-compat_pairs = None    # rectangle pairs (context, i, j) on which the residual is computed, spread over the contexts
 scale = 1.0            # < 1: a dry run, the profile's BUDGETS × scale (rounded up); its pages say so
 output_dir = None
+# every other parameter is a key of PROFILES below, set with `-p KEY VALUE` (None: the profile's value):
+#   models: None: the profile's models; else a list of hub names / local folders (None: embedded model)
+#   device: None: cuda when present, else cpu
+#   seed
+#   passages: "embedded" (data/passages.jsonl) | "ms_marco" (needs the internet)
+#   length: tokens per context passage
+#   contexts: context passages per model (each from a different document)
+#   per_passage: random rectangles per context passage
+#   top_k: tokens a, a' (b, b') are drawn from the top-k of the conditional at i (j)
+#   temperatures: temperatures for the certified fraction against τ
+#   safety: the tolerance is safety times the noise measured on |ρ| (see below)
+#   practical: a second threshold on |ρ_τ|: the probability ratio R off by a factor e^practical
+#   compat_k: candidates per site for the Arnold–Press residual (top-k of the conditional at the context)
+#   compat_pairs: rectangle pairs (context, i, j) on which the residual is computed, spread over the contexts
 
 # %%
 import matplotlib.pyplot as plt
@@ -86,9 +87,7 @@ PROFILES = {
 # where intervals bootstrap over the units; temperatures, lengths, grids and thresholds are never scaled
 BUDGETS = dict(contexts=2, per_passage=1, compat_pairs=2)
 run = Run("01_rectangle_test", profile, PROFILES, output_dir, scale=scale, dtype=dtype, budgets=BUDGETS,
-          models=models, device=device, seed=seed,
-          passages=passages, length=length, contexts=contexts, per_passage=per_passage, top_k=top_k,
-          temperatures=temperatures, safety=safety, practical=practical, compat_k=compat_k, compat_pairs=compat_pairs)
+          overrides=globals())
 names = [run["models"]] if isinstance(run["models"], str) else run["models"]
 if not names:
     raise ValueError(f"models must be a non-empty list of model names or folders (None: the embedded model), got {names!r}.")
@@ -107,6 +106,36 @@ for mlm in mlms:
     # contexts of exactly `length` tokens, one per document; fails here if too few passages are long enough
     starts[mlm.name] = sample_passages(mlm, texts, run["length"], run["contexts"], seed=run["seed"])[0]
 run.show()
+
+# %% tags=["plan"]
+# the forward work this run does, as `glauber-mlm plan` counts it: the plan reads this cell (its imports and
+# definitions), so the notebook and the plan share one rule; keep it next to the loops it counts when they change
+import math
+
+from glauber_mlm.book.plan import CHUNK, Work, show_plan
+
+
+def planned_work(p: dict) -> list[Work]:
+    """01_rectangle_test, per model: the logit probe `mlm.logits(ctx[:min(64, contexts)])`; the compatible exact
+    model's rectangles (6R exact rows); `gm.random_rectangles` (2R) and `gm.rectangle_test(..., chunk=128)` (≤ 4R)
+    on R = contexts · per_passage rectangles; the float64 twin on the first min(64, R) (≤ 4 each); and the
+    temperature cell: R' = 2 · min(8, contexts) rectangles drawn (2R') and tested at τ = 1 and every τ (≤ 4R' each)."""
+    R, n, T = p["contexts"] * p["per_passage"], p["length"], len(p["temperatures"])
+    R2, twin = 2 * min(8, p["contexts"]), min(64, R)
+    models = [p["models"]] if isinstance(p["models"], str) else p["models"]
+    work = []
+    for m in models:
+        work += [Work("logit probe (noise scale)", m, n, min(64, p["contexts"]), 1, "float32"),
+                 Work("compatible exact model's rectangles", "pairwise model", n, 6 * R, 1 + math.ceil(R / CHUNK),
+                      kind="exact", upper=True),
+                 Work("rectangles: top-k draws", m, n, 2 * R, 1, "float32"),
+                 Work("rectangles: rectangle_test", m, n, 4 * R, math.ceil(R / 128), "float32", upper=True),
+                 Work("float64 twin (forward rounding)", m, n, 4 * twin, 1, "float64", upper=True),
+                 Work("ρ against temperature", m, n, 2 * R2 + (1 + T) * 4 * R2, 2 + T, "float32", upper=True)]
+    return work
+
+
+show_plan(planned_work(run.params))
 
 # %% [markdown]
 # ## Float noise: how large is ρ when the answer is exactly zero?

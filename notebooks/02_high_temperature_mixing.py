@@ -35,22 +35,23 @@
 
 # %% tags=["parameters"]
 profile = "cpu"        # smoke (tests, < 1 min) | cpu (the two embedded models, offline) | paper (GPU, hub models)
-models = None          # None: the profile's models; else a list of hub names / local folders (None: embedded model)
-device = None          # None: cuda when present, else cpu
 dtype = None           # None: bfloat16 where the device runs it natively, else float32; or "float32" | "bfloat16"
-seed = None
-seeds = None           # independent replicates: each draws fresh passage pairs and fresh chain randomness
-temperatures = None
-lengths = None
-pairs = None           # passage pairs per (τ, n) cell and replicate
-budget = None          # coupling steps before a pair counts as not met (censored)
-passages = None        # "embedded" (data/passages.jsonl) | "ms_marco" (needs the internet)
-scaling_temperatures = None  # the scaling study: temperatures above the slow-to-fast boundary
-scaling_lengths = None       # … its lengths (at least four; a wide range separates n log n from its neighbours)
-scaling_pairs = None         # … passage pairs per (τ, n) cell
-scaling_budget = None        # … coupling steps before a pair counts as censored
 scale = 1.0            # < 1: a dry run, the profile's BUDGETS × scale (rounded up); its pages say so
 output_dir = None
+# every other parameter is a key of PROFILES below, set with `-p KEY VALUE` (None: the profile's value):
+#   models: None: the profile's models; else a list of hub names / local folders (None: embedded model)
+#   device: None: cuda when present, else cpu
+#   seed
+#   seeds: independent replicates: each draws fresh passage pairs and fresh chain randomness
+#   temperatures
+#   lengths
+#   pairs: passage pairs per (τ, n) cell and replicate
+#   budget: coupling steps before a pair counts as not met (censored)
+#   passages: "embedded" (data/passages.jsonl) | "ms_marco" (needs the internet)
+#   scaling_temperatures: the scaling study: temperatures above the slow-to-fast boundary
+#   scaling_lengths: … its lengths (at least four; a wide range separates n log n from its neighbours)
+#   scaling_pairs: … passage pairs per (τ, n) cell
+#   scaling_budget: … coupling steps before a pair counts as censored
 
 # %%
 import matplotlib.pyplot as plt
@@ -86,10 +87,7 @@ PROFILES = {
 # where intervals bootstrap over the units; temperatures, lengths, grids and thresholds are never scaled
 BUDGETS = dict(seeds=1, pairs=2, budget=1, scaling_pairs=2, scaling_budget=1)
 run = Run("02_high_temperature_mixing", profile, PROFILES, output_dir, scale=scale, dtype=dtype, budgets=BUDGETS,
-          models=models, device=device, seed=seed, seeds=seeds,
-          temperatures=temperatures, lengths=lengths, pairs=pairs, budget=budget, passages=passages,
-          scaling_temperatures=scaling_temperatures, scaling_lengths=scaling_lengths, scaling_pairs=scaling_pairs,
-          scaling_budget=scaling_budget)
+          overrides=globals())
 names = [run["models"]] if isinstance(run["models"], str) else run["models"]
 if not isinstance(names, (list, tuple)) or not names:
     raise ValueError(f"models must be a non-empty list of model names or folders (None: the embedded model), got {names!r}.")
@@ -119,6 +117,30 @@ starts = {(m.name, n, s): passage_pairs(m, texts, n, run["pairs"], seed=run.seed
 scaling_starts = {n: passage_pairs(mlm, texts, n, run["scaling_pairs"], seed=run.seed_for("pairs", n=n))
                   for n in scaling_ns}
 run.show()
+
+# %% tags=["plan"]
+# the forward work this run does, as `glauber-mlm plan` counts it: the plan reads this cell (its imports and
+# definitions), so the notebook and the plan share one rule; keep it next to the loops it counts when they change
+from glauber_mlm.book.plan import Work, show_plan
+
+
+def planned_work(p: dict) -> list[Work]:
+    """02_high_temperature_mixing: the cell 'Coupling times on the (τ, n) grid' (per length, one batch of
+    temperatures × seeds × pairs coupled pairs, 2 conditionals per pair per step, ≤ budget steps) and the scaling
+    study's cell (first model; per distinct length, scaling_temperatures × scaling_pairs pairs, ≤ scaling_budget
+    steps). The phase diagram runs once per model.
+    Upper bounds: pairs that meet leave the batch."""
+    models = [p["models"]] if isinstance(p["models"], str) else p["models"]
+    P, budget = len(p["temperatures"]) * p["seeds"] * p["pairs"], p["budget"]
+    work = [Work("phase diagram: coupled pairs", m, n, 2 * P * budget, budget, upper=True)
+            for m in models for n in sorted(p["lengths"])]
+    P, budget = len(p["scaling_temperatures"]) * p["scaling_pairs"], p["scaling_budget"]
+    work += [Work("scaling study: coupled pairs", models[0], n, 2 * P * budget, budget, upper=True)
+             for n in sorted(set(p["scaling_lengths"]))]
+    return work
+
+
+show_plan(planned_work(run.params))
 
 # %% [markdown]
 # ## Coupling times on the (τ, n) grid

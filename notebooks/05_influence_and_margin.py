@@ -40,29 +40,30 @@
 
 # %% tags=["parameters"]
 profile = "cpu"        # smoke (tests, < 1 min) | cpu (embedded model, offline) | paper (GPU, hub models)
-model = None           # None: the profile's model; or a hub name / local folder
-device = None          # None: cuda when present, else cpu
 dtype = None           # None: bfloat16 where the device runs it natively, else float32; or "float32" | "bfloat16"
-seed = None
-seeds = None           # independent chains per (starting passage, temperature) for the margin/dwell study
-passages = None        # "embedded" (data/passages.jsonl) | "ms_marco" (needs the internet)
-lengths = None         # sequence lengths for the influence estimate
-contexts = None        # real passages (contexts x) per length; intervals bootstrap over them
-replacements = None    # replacement tokens y_j per (context, site j), from the top_k of q_j(·|x)
-top_k = None
-temperatures = None    # temperature grid for the total influence (one pass of the model serves all)
-chain_temperatures = None  # low temperatures of the chains for margins and dwells
-chain_length = None    # tokens per chain
-chain_passages = None  # starting passages for the chains
-steps = None           # Glauber steps per chain
-record_every = None    # margins are measured on the state every record_every steps
-dwell_states = None    # at most this many dwells per chain temperature get their margins measured (random subset)
-phase_temperatures = None  # only used when notebook 02's phase diagram is absent: a small one is computed here
-phase_lengths = None
-pairs = None
-budget = None
 scale = 1.0            # < 1: a dry run, the profile's BUDGETS × scale (rounded up); its pages say so
 output_dir = None
+# every other parameter is a key of PROFILES below, set with `-p KEY VALUE` (None: the profile's value):
+#   model: None: the profile's model; or a hub name / local folder
+#   device: None: cuda when present, else cpu
+#   seed
+#   seeds: independent chains per (starting passage, temperature) for the margin/dwell study
+#   passages: "embedded" (data/passages.jsonl) | "ms_marco" (needs the internet)
+#   lengths: sequence lengths for the influence estimate
+#   contexts: real passages (contexts x) per length; intervals bootstrap over them
+#   replacements: replacement tokens y_j per (context, site j), from the top_k of q_j(·|x)
+#   top_k
+#   temperatures: temperature grid for the total influence (one pass of the model serves all)
+#   chain_temperatures: low temperatures of the chains for margins and dwells
+#   chain_length: tokens per chain
+#   chain_passages: starting passages for the chains
+#   steps: Glauber steps per chain
+#   record_every: margins are measured on the state every record_every steps
+#   dwell_states: at most this many dwells per chain temperature get their margins measured (random subset)
+#   phase_temperatures: only used when notebook 02's phase diagram is absent: a small one is computed here
+#   phase_lengths
+#   pairs
+#   budget
 
 # %%
 import math
@@ -106,12 +107,7 @@ PROFILES = {
 # where intervals bootstrap over the units; temperatures, lengths, grids and thresholds are never scaled
 BUDGETS = dict(seeds=1, contexts=2, replacements=1, chain_passages=1, steps=200, dwell_states=10, pairs=2, budget=1)
 run = Run("05_influence_and_margin", profile, PROFILES, output_dir, scale=scale, dtype=dtype, budgets=BUDGETS,
-          model=model, device=device, seed=seed, seeds=seeds,
-          passages=passages, lengths=lengths, contexts=contexts, replacements=replacements, top_k=top_k,
-          temperatures=temperatures, chain_temperatures=chain_temperatures, chain_length=chain_length,
-          chain_passages=chain_passages, steps=steps, record_every=record_every, dwell_states=dwell_states,
-          phase_temperatures=phase_temperatures,
-          phase_lengths=phase_lengths, pairs=pairs, budget=budget)
+          overrides=globals())
 taus = sorted(run.temperatures("temperatures", 2))
 chain_taus = sorted(run.temperatures("chain_temperatures"))
 phase_taus = sorted(run.temperatures("phase_temperatures"))
@@ -136,6 +132,38 @@ phase, phase_source = run.upstream_table("02_high_temperature_mixing", "phase_di
 if phase is not None and "model" in phase:
     phase = phase[phase.model == mlm.name].drop(columns="model")  # 02 holds one diagram per model: this model's
 run.show()
+
+# %% tags=["plan"]
+# the forward work this run does, as `glauber-mlm plan` counts it: the plan reads this cell (its imports and
+# definitions), so the notebook and the plan share one rule; keep it next to the loops it counts when they change
+import math
+
+from glauber_mlm.book.plan import CHUNK, Work, show_plan
+from glauber_mlm.contract import upstream
+
+
+def planned_work(p: dict) -> list[Work]:
+    """05_influence_and_margin: `gm.influence_matrix` per length (contexts · n · (1 + replacements · n) fp32 rows);
+    the small phase diagram `gm.coupling_times` per phase length (≤ 2 · phase_temperatures · pairs · budget; run only
+    when 02's table is absent); the margin chains `gm.glauber(mlm, init, steps)` (chain_temperatures ×
+    chain_passages × seeds); `gm.local_margins` on every record (records · chains · L fp32); and
+    `conditions.token_margins` on ≤ dwell_states dwells per chain temperature (· L fp32)."""
+    m, L, c, r = p["model"], p["chain_length"], p["contexts"], p["replacements"]
+    (mixing,) = upstream("05_influence_and_margin")  # its phase diagram replaces the small one
+    B = len(p["chain_temperatures"]) * p["chain_passages"] * p["seeds"]
+    P = len(p["phase_temperatures"]) * p["pairs"]
+    records = (p["steps"] // p["record_every"] + 1) * B * L
+    dwells = len(p["chain_temperatures"]) * p["dwell_states"] * L
+    return ([Work("influence matrix", m, n, c * n * (1 + r * n), c * (1 + n), "float32") for n in sorted(p["lengths"])]
+            + [Work("small phase diagram: coupled pairs", m, n, 2 * P * p["budget"], p["budget"], upper=True,
+                    note=f"only if {mixing}'s phase diagram (same model and profile) is not published",
+                    instead_of=mixing) for n in sorted(p["phase_lengths"])]
+            + [Work("margin chains", m, L, B * p["steps"], p["steps"]),
+               Work("local margins on the records", m, L, records, math.ceil(records / CHUNK), "float32"),
+               Work("token margins of dwelt states", m, L, dwells, math.ceil(dwells / CHUNK), "float32", upper=True)])
+
+
+show_plan(planned_work(run.params))
 
 # %% [markdown]
 # ## 1. Dobrushin's total influence against temperature

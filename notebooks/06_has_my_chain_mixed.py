@@ -61,22 +61,23 @@
 
 # %% tags=["parameters"]
 profile = "cpu"        # smoke (tests, < 1 min) | cpu (embedded model, offline) | paper (GPU, hub models)
-model = None           # None: the profile's model; or a hub name / local folder
-device = None          # None: cuda when present, else cpu
 dtype = None           # None: bfloat16 where the device runs it natively, else float32; or "float32" | "bfloat16"
-seed = None
-passages = None        # "embedded" (data/passages.jsonl) | "ms_marco" (needs the internet)
-length = None          # tokens per chain (one short length)
-temperatures = None    # from slow (low τ) to fast (high τ) mixing
-chains = None          # independent Glauber chains per temperature, each from its own real passage
-steps = None           # steps of every chain, and the coupling budget: both views judge the same horizon
-pll_every = None       # the PLL energy is read every this many steps (n forward rows per chain and reading)
-pairs = None           # coupled Glauber pairs per temperature, two independent passages each
-mh_chains = None       # MH chains per temperature (the first mh_chains of the Glauber starts)
-mh_pairs = None        # coupled MH pairs per temperature (the first mh_pairs of the Glauber pairs)
-mh_lengths = None      # lengths of the MH acceptance study (`length` among them): acceptance against τ and n
 scale = 1.0            # < 1: a dry run, the profile's BUDGETS × scale (rounded up); its pages say so
 output_dir = None
+# every other parameter is a key of PROFILES below, set with `-p KEY VALUE` (None: the profile's value):
+#   model: None: the profile's model; or a hub name / local folder
+#   device: None: cuda when present, else cpu
+#   seed
+#   passages: "embedded" (data/passages.jsonl) | "ms_marco" (needs the internet)
+#   length: tokens per chain (one short length)
+#   temperatures: from slow (low τ) to fast (high τ) mixing
+#   chains: independent Glauber chains per temperature, each from its own real passage
+#   steps: steps of every chain, and the coupling budget: both views judge the same horizon
+#   pll_every: the PLL energy is read every this many steps (n forward rows per chain and reading)
+#   pairs: coupled Glauber pairs per temperature, two independent passages each
+#   mh_chains: MH chains per temperature (the first mh_chains of the Glauber starts)
+#   mh_pairs: coupled MH pairs per temperature (the first mh_pairs of the Glauber pairs)
+#   mh_lengths: lengths of the MH acceptance study (`length` among them): acceptance against τ and n
 
 # %%
 import matplotlib.pyplot as plt
@@ -110,10 +111,8 @@ PROFILES = {
 # what `scale` (a dry run) multiplies, each with its least value: 2 chains or pairs (R̂ and the intervals need two),
 # 128 steps (R̂ needs 8 readings at the paper's pll_every = 16); temperatures, lengths and thresholds are never scaled
 BUDGETS = dict(chains=2, steps=128, pairs=2, mh_chains=2, mh_pairs=2)
-run = Run("06_has_my_chain_mixed", profile, PROFILES, output_dir, scale=scale, dtype=dtype, budgets=BUDGETS, model=model, device=device, seed=seed,
-          passages=passages, length=length, temperatures=temperatures, chains=chains, steps=steps,
-          pll_every=pll_every, pairs=pairs, mh_chains=mh_chains, mh_pairs=mh_pairs,
-          mh_lengths=mh_lengths)
+run = Run("06_has_my_chain_mixed", profile, PROFILES, output_dir, scale=scale, dtype=dtype, budgets=BUDGETS,
+          overrides=globals())
 mlm = run.load_mlm(run["model"])  # clear error here for an unknown model
 taus = sorted(run.temperatures("temperatures", 2))
 n = run.integer("length", 2, mlm.max_length)
@@ -133,6 +132,45 @@ starts, _ = sample_passages(mlm, texts, n, C, seed=run.seed_for("starts", n=n))
 x0, y0, _ = passage_pairs(mlm, texts, n, P, seed=run.seed_for("pairs", n=n))
 print(f"R̂ thresholds: {', '.join(f'{h:g}' for h in THRESHOLDS)}")
 run.show()
+
+# %% tags=["plan"]
+# the forward work this run does, as `glauber-mlm plan` counts it: the plan reads this cell (its imports and
+# definitions), so the notebook and the plan share one rule; keep it next to the loops it counts when they change
+import math
+
+from glauber_mlm.book.plan import Work, model_shape, show_plan
+
+
+def planned_work(p: dict) -> list[Work]:
+    """06_has_my_chain_mixed, with T temperatures, n = length and S = steps: the chains `gm.glauber(...)`
+    (T · chains, S steps); `gm.pseudo_log_likelihood` on every pll_every-th state (n rows per chain and reading, in
+    calls of `pll_chunk` rows); `gm.coupling_times` (≤ 2 · T · pairs · S); the MH chains `gm.metropolis(...)` (one
+    proposal row per chain-step, ≤ n PLL rows for the start and for each proposal that changes a token), at n and at
+    each other length L of mh_lengths (L rows per PLL there); and `gm.mh_coupling_times` (as many for 2 · T · mh_pairs
+    chains). Upper bounds: pairs that meet leave the batch,
+    and only proposals that change a token cost a PLL."""
+    from glauber_mlm.metropolis import PLL_CHUNK_BYTES
+
+    m, n, S, T = p["model"], p["length"], p["steps"], len(p["temperatures"])
+    chains, mh_chains, mh_paired_chains = T * p["chains"], T * p["mh_chains"], 2 * T * p["mh_pairs"]
+    readings = chains * (S // p["pll_every"] + 1) * n
+    chunk = max(1, PLL_CHUNK_BYTES // (8 * model_shape(m).vocab))  # metropolis.pll_chunk, without loading the model
+
+    def mh(part: str, B: int, L: int = n) -> Work:
+        """B MH chains of L tokens: a proposal row per chain-step, and a PLL of the start and of every changed proposal."""
+        pll_calls = math.ceil(B * L / chunk)
+        return Work(part, m, L, B * (S + L * (S + 1)), S + (S + 1) * pll_calls, upper=True)
+
+    return [Work("Glauber chains", m, n, chains * S, S),
+            Work("PLL energy of the chains' states", m, n, readings, math.ceil(readings / chunk)),
+            Work("coupled Glauber pairs", m, n, 2 * T * p["pairs"] * S, S, upper=True),
+            mh("MH chains (proposals and PLL)", mh_chains),
+            *(mh(f"MH chains at n = {L} (acceptance against n)", mh_chains, L) for L in sorted(set(p["mh_lengths"]))
+              if L != n),
+            mh("coupled MH pairs (proposals and PLL)", mh_paired_chains)]
+
+
+show_plan(planned_work(run.params))
 
 # %%
 # the design's values, for the prose ({glue:text}`steps` and so on): the page names values, not variables

@@ -47,31 +47,32 @@
 
 # %% tags=["parameters"]
 profile = "cpu"        # smoke (tests, < 1 min) | cpu (embedded model, offline) | paper (GPU, hub models)
-model = None           # None: the profile's model; or a hub name / local folder
-device = None          # None: cuda when present, else cpu
 dtype = None           # None: bfloat16 where the device runs it natively, else float32; or "float32" | "bfloat16"
-seed = None
-passages = None        # "embedded" (data/passages.jsonl) | "ms_marco" (needs the internet)
-lengths = None         # tokens per chain: the grid of n on the MLM
-temperatures = None    # the grid of τ on the MLM
-pairs = None           # L-lag runs per (τ, n), each from two independent passages
-lag = None             # L on the MLM
-budget = None          # coupled steps allowed after the lag (a run not met by then is censored)
-ising_length = None    # sites of the exact Ising chain
-ising_coupling = None  # its coupling J
-ising_lags = None      # two lags L on the Ising chain
-ising_runs = None      # Monte Carlo L-lag runs per lag on the Ising chain
-ising_steps = None     # steps t read on the Ising chain, from 0
-replicates = None      # replicate Monte Carlo runs of the coverage rule's calibration (each of ising_runs runs)
-well_length = None     # sites of the exact two-well model (Potts, two states)
-well_coupling = None   # its coupling J: leaving a well costs about exp(−J)
-rungs = None           # temperatures of the tempering ladder, from 1 to `hot`
-hot = None             # the hottest rung
-ensembles = None       # independent tempered ensembles, and plain MH chains
-rounds = None          # swap rounds
-steps_per_round = None # MH steps per replica between swap rounds
 scale = 1.0            # < 1: a dry run, the profile's BUDGETS × scale (rounded up); its pages say so
 output_dir = None
+# every other parameter is a key of PROFILES below, set with `-p KEY VALUE` (None: the profile's value):
+#   model: None: the profile's model; or a hub name / local folder
+#   device: None: cuda when present, else cpu
+#   seed
+#   passages: "embedded" (data/passages.jsonl) | "ms_marco" (needs the internet)
+#   lengths: tokens per chain: the grid of n on the MLM
+#   temperatures: the grid of τ on the MLM
+#   pairs: L-lag runs per (τ, n), each from two independent passages
+#   lag: L on the MLM
+#   budget: coupled steps allowed after the lag (a run not met by then is censored)
+#   ising_length: sites of the exact Ising chain
+#   ising_coupling: its coupling J
+#   ising_lags: two lags L on the Ising chain
+#   ising_runs: Monte Carlo L-lag runs per lag on the Ising chain
+#   ising_steps: steps t read on the Ising chain, from 0
+#   replicates: replicate Monte Carlo runs of the coverage rule's calibration (each of ising_runs runs)
+#   well_length: sites of the exact two-well model (Potts, two states)
+#   well_coupling: its coupling J: leaving a well costs about exp(−J)
+#   rungs: temperatures of the tempering ladder, from 1 to `hot`
+#   hot: the hottest rung
+#   ensembles: independent tempered ensembles, and plain MH chains
+#   rounds: swap rounds
+#   steps_per_round: MH steps per replica between swap rounds
 
 # %%
 import matplotlib.pyplot as plt
@@ -116,12 +117,8 @@ PROFILES = {
 # what `scale` (a dry run) multiplies, each with its least value: 2 runs per cell (the interval needs two), 100
 # coupled steps, 2 replicates; grids, lags, lengths and temperatures are never scaled
 BUDGETS = dict(pairs=2, budget=100, ising_runs=20, replicates=2, ensembles=4, rounds=20)
-run = Run("07_how_long_must_i_run", profile, PROFILES, output_dir, scale=scale, dtype=dtype, budgets=BUDGETS, model=model,
-          device=device, seed=seed, passages=passages, lengths=lengths, temperatures=temperatures, pairs=pairs, lag=lag,
-          budget=budget, ising_length=ising_length, ising_coupling=ising_coupling, ising_lags=ising_lags,
-          ising_runs=ising_runs, ising_steps=ising_steps, replicates=replicates, well_length=well_length,
-          well_coupling=well_coupling, rungs=rungs, hot=hot, ensembles=ensembles, rounds=rounds,
-          steps_per_round=steps_per_round)
+run = Run("07_how_long_must_i_run", profile, PROFILES, output_dir, scale=scale, dtype=dtype, budgets=BUDGETS,
+          overrides=globals())
 mlm = run.load_mlm(run["model"])  # clear error here for an unknown model
 taus = sorted(run.temperatures("temperatures", 1))
 lengths_ = run["lengths"]
@@ -147,6 +144,36 @@ E, R_rounds, S_round = run.integer("ensembles", 2), run.integer("rounds", 2), ru
 texts = load_passages(run["passages"])
 print(f"target distances: {', '.join(f'{e:g}' for e in TARGETS)}; rule (i) read where the exact TV ≥ {TV_FLOOR:g}")
 run.show()
+
+# %% tags=["plan"]
+# the forward work this run does, as `glauber-mlm plan` counts it: the plan reads this cell (its imports and
+# definitions), so the notebook and the plan share one rule; keep it next to the loops it counts when they change
+from glauber_mlm.book.plan import Work, show_plan
+
+
+def planned_work(p: dict) -> list[Work]:
+    """07_how_long_must_i_run, with T temperatures, P = pairs, L = lag and B = budget: per length n, the L-lag runs
+    `lag_coupling(...)` on all T · P pairs at once (T · P · L rows for the lag phase, in L steps, then ≤ 2 · T · P · B
+    for the coupled pairs, ≤ B steps). Exact models: the Ising L-lag runs at each of the two lags and the coverage
+    calibration's 2 · replicates runs at the larger lag (≤ runs · (L + 2 · budget) each, budget = 100 · ising_steps);
+    replica exchange (ensembles · rungs chains, rounds · steps_per_round MH steps, one proposal row a step) and plain
+    MH with the same rows. Upper bounds: pairs that meet leave the batch."""
+    m, T, P, L, B = p["model"], len(p["temperatures"]), p["pairs"], p["lag"], p["budget"]
+    work = [Work("L-lag runs (lag phase and coupled pairs)", m, n, T * P * (L + 2 * B), L + B, upper=True)
+            for n in sorted(set(p["lengths"]))]
+    runs, budget, lags = p["ising_runs"], 100 * p["ising_steps"], sorted(p["ising_lags"])
+    ising_runs = [(lag, 1) for lag in lags] + [(lags[-1], 2 * p["replicates"])]
+    work.append(Work("Ising L-lag runs and the coverage calibration", "Ising chain", p["ising_length"],
+                     sum(k * runs * (lag + 2 * budget) for lag, k in ising_runs),
+                     sum(k * (lag + budget) for lag, k in ising_runs), kind="exact", upper=True))
+    mh_steps = p["rounds"] * p["steps_per_round"]
+    rows = p["ensembles"] * p["rungs"] * mh_steps
+    work.append(Work("replica exchange and plain MH (equal rows)", "two-well Potts chain", p["well_length"], 2 * rows,
+                     mh_steps * (1 + p["rungs"]), kind="exact", upper=True))
+    return work
+
+
+show_plan(planned_work(run.params))
 
 # %% [markdown]
 # ## 1. The bound against the exact distance on an Ising chain

@@ -1,4 +1,5 @@
 import os
+from pathlib import Path
 
 import pytest
 
@@ -18,13 +19,13 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
 # notebook runs (tests/notebook_runner.py caches them per process; 02's tests run two models, a run of their own), the
 # paper dry run, and each file whose module fixture executes notebooks (xdist would repeat it on every worker that
 # takes one of the file's tests)
-GROUPS = {"smoke_runs": {"test_book.py", "test_nb_exact.py", "test_nb_rectangle.py", "test_nb_traps.py",
-                         "test_nb_political.py", "test_nb_influence.py", "test_nb_diagnostics_mh.py",
-                         "test_nb_lag.py"},
+# (a notebook's test file, test_nb_*.py, joins the smoke runs by its name: nothing to list here)
+MIXING = "test_nb_mixing.py"
+GROUPS = {"smoke_runs": {"test_book.py"} | {p.name for p in Path(__file__).parent.glob("test_nb_*.py")} - {MIXING},
           "paper_dry_run": {"test_paper_dry_run.py"},
           "published_root": {"test_publish.py"},
           "cache_world": {"test_cache.py"},
-          "mixing_runs": {"test_nb_mixing.py"}}
+          "mixing_runs": {MIXING}}
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups

@@ -83,11 +83,41 @@ EXAMPLE = textwrap.dedent('''\
     ''')
 
 
+# The template as the result notebooks write it (issue 27, item 5): the parameters cell holds only the knobs every
+# run takes, each other parameter is declared once, as a PROFILES key, and Run takes from the notebook's variables
+# those that papermill injected (`-p KEY VALUE`).
+DECLARED_ONCE = (EXAMPLE.replace("models = None\ndevice = None\nseed = None\nchains = None\nsteps = None\n",
+                                 "scale = 1.0\ndtype = None\n")
+                 .replace('Run("99_example", profile, PROFILES, output_dir, models=models, device=device, seed=seed, '
+                          'chains=chains, steps=steps)',
+                          'Run("98_declared_once", profile, PROFILES, output_dir, scale=scale, dtype=dtype, '
+                          'overrides=globals())'))
+
+
 @pytest.fixture(scope="session")
 def example_dir(tmp_path_factory) -> Path:
     d = tmp_path_factory.mktemp("example_notebooks")
     (d / "99_example.py").write_text(EXAMPLE)
     return d
+
+
+def test_parameters_declared_once_are_set_with_p_and_checked_against_the_profiles(tmp_path, capsys, caplog):
+    assert "overrides=globals()" in DECLARED_ONCE and "chains = None" not in DECLARED_ONCE
+    nb_dir, root = tmp_path / "notebooks", tmp_path / "root"
+    nb_dir.mkdir()
+    (nb_dir / "98_declared_once.py").write_text(DECLARED_ONCE)
+    assert book.parameters.declared_parameters(nb_dir / "98_declared_once.py") == ["profile", "scale", "dtype", "output_dir"]
+    rc = cli_main(["run", "98_declared_once", "--notebooks", str(nb_dir), "--root", str(root), "-p", "stepz", "3"])
+    err = capsys.readouterr().err
+    assert rc == 1 and "no parameter 'stepz'" in err and "chains" in err and "steps" in err
+    rc = cli_main(["run", "98_declared_once", "--notebooks", str(nb_dir), "--root", str(root), "--profile", "smoke",
+                   "--model", "potts", "-p", "chains", "3", "-p", "seed", "7"])
+    assert rc == 0, capsys.readouterr().err
+    out = root / "book" / "notebooks" / "98_declared_once"
+    assert len(pd.read_csv(out / "magnetisation.csv")) == 3
+    prov = json.loads((out / "provenance.json").read_text())
+    assert prov["parameters"]["seed"] == 7 and prov["parameters"]["steps"] == 40 and prov["parameters"]["models"] == ["potts"]
+    assert not [r for r in caplog.records if "Passed unknown parameter" in r.getMessage()]  # checked here instead
 
 
 @pytest.fixture(scope="session")
@@ -151,13 +181,14 @@ def test_effective_toc_drops_missing_pages_and_adds_unlisted_notebooks(tmp_path)
     assert toc["parts"][1]["chapters"] == [{"file": "book/notebooks/01_a"}, {"file": "book/notebooks/07_new"}]
 
 
-def test_committed_toc_lists_every_prose_page_and_the_eight_notebooks():
+def test_committed_toc_lists_every_prose_page_and_every_notebook():
     toc = yaml.safe_load((book.REPO / "_toc.yml").read_text())
     files = re.findall(r"file: (\S+)", (book.REPO / "_toc.yml").read_text())
     assert toc["root"] == "book/intro"
     for page in ("theory", "glossary", "model_card", "run_it_yourself", "execution", "performance", "references"):
         assert f"book/{page}" in files
-    assert sum(f.startswith("book/notebooks/") for f in files) == 8
+    assert sorted(f.removeprefix("book/notebooks/") for f in files if f.startswith("book/notebooks/")) == \
+        book.known_notebooks()
     for f in files:
         if not f.startswith("book/notebooks/"):  # every prose page is tracked, execution.md too (a stub)
             assert (book.REPO / f"{f}.md").exists(), f
@@ -226,6 +257,10 @@ def test_every_notebook_resolves_its_profile_in_the_first_cell_after_the_paramet
     k = next(i for i, c in enumerate(cells) if "parameters" in c.metadata.get("tags", []))
     source = cells[k + 1].source
     assert "PROFILES" in source and "Run(" in source and "profile" in cells[k].source, name
+    # its parameters are declared once (PROFILES), and its planned work right after them, where the plan reads it
+    assert "overrides=globals()" in source and book.parameters.declared_parameters(book.NOTEBOOKS / f"{name}.py") == \
+        ["profile", "dtype", "scale", "output_dir"], name
+    assert "plan" in cells[k + 2].metadata.get("tags", []) and "def planned_work(p: dict)" in cells[k + 2].source, name
 
 
 @pytest.mark.parametrize("name", ["99_example"] + _real_notebooks())

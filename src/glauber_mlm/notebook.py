@@ -1,8 +1,10 @@
 """What every result notebook shares: profiles with explicit overrides, provenance, saved tables and figures.
 
-A notebook declares `PROFILES = {"smoke": {...}, "cpu": {...}, "paper": {...}}` and calls
-`run = Run("02_high_temperature_mixing", profile, PROFILES, output_dir, dtype=dtype, model=model, ...)`:
-every keyword that is not None overrides the profile. It loads its models with `run.load_mlm(name)`, in the run's
+A notebook declares its parameters once, `PROFILES = {"smoke": {...}, "cpu": {...}, "paper": {...}}`, and calls
+`run = Run("02_high_temperature_mixing", profile, PROFILES, output_dir, scale=scale, dtype=dtype, budgets=BUDGETS,
+overrides=globals())`: each profile key that papermill injected as a variable (`-p KEY VALUE`) and is not None
+overrides the profile (a notebook that rebinds such a name later reads it again when its set-up cell is re-run by
+hand in the same kernel). It loads its models with `run.load_mlm(name)`, in the run's
 forward dtype (`dtype`: None for the device's default, `hf.forward_dtype`), so that the run knows the dtype each
 model runs in after any fallback. Tables go to CSV, figures to PNG, and `run.finish()` writes provenance.json
 (`contract.write_provenance`: model, profile, parameters, device, the dtype asked for and the one the models ran
@@ -24,7 +26,9 @@ import numbers
 import platform
 import subprocess
 import time
+import types
 import uuid
+from collections.abc import Mapping
 from importlib.metadata import version
 from pathlib import Path
 
@@ -99,13 +103,29 @@ def scaled_profile(profile: dict, budgets: dict[str, int], scale: float) -> dict
     return scaled
 
 
+def namespace_overrides(name: str, profile: dict, namespace: Mapping[str, object]) -> dict:
+    """The values `namespace` binds to keys of `profile`: the parameters papermill injected into a notebook.
+    A key bound to a module, class or function is a name clash, refused (rename the import or the key)."""
+    taken = {key: namespace[key] for key in profile if key in namespace}
+    clashes = sorted(k for k, v in taken.items() if isinstance(v, (types.ModuleType, type)) or callable(v))
+    if clashes:
+        raise ValueError(f"{name}: {', '.join(clashes)} names both a parameter (a PROFILES key) and a module, class or "
+                         "function of the notebook: rename one of them.")
+    return taken
+
+
 class Run:
     """Resolved parameters of one notebook run, and where its numbers and figures are saved."""
 
     def __init__(self, name: str, profile: str, profiles: dict[str, dict], output_dir: str | Path | None = None, *,
-                 scale: float = 1.0, dtype: str | None = None, budgets: dict[str, int] | None = None, **overrides):
+                 scale: float = 1.0, dtype: str | None = None, budgets: dict[str, int] | None = None,
+                 overrides: Mapping[str, object] | None = None, **given):
+        """`overrides`: the notebook's namespace (`globals()`), from which each key of the chosen profile that is
+        bound there (papermill injects `-p KEY VALUE` as a variable) overrides the profile; `given`: explicit
+        keyword overrides. A None keeps the profile's value."""
         if profile not in profiles:
             raise ValueError(f"unknown profile {profile!r}: choose one of {sorted(profiles)} (smoke for tests, cpu offline, paper on a GPU).")
+        overrides = {**namespace_overrides(name, profiles[profile], overrides or {}), **given}
         unknown = set(overrides) - set(profiles[profile])
         if unknown:
             raise ValueError(f"unknown parameters {sorted(unknown)} for {name}: known ones are {sorted(profiles[profile])}.")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import logging
 import os
 import re
 import shutil
@@ -26,6 +27,17 @@ from .errors import BookError, NotebookFailed
 from .parameters import MODEL_KEYS, NOTEBOOKS, notebook_source, resolve_parameters
 
 KERNEL = "python3"
+
+
+class _ProfileKeys(logging.Filter):
+    """Drops papermill's "Passed unknown parameter" warning: a notebook's parameters are its PROFILES keys, which
+    `resolve_parameters` has checked, not the names of its parameters cell (which holds only the universal knobs)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith("Passed unknown parameter")
+
+
+logging.getLogger("papermill").addFilter(_ProfileKeys())
 
 
 def ensure_kernel(name: str = KERNEL) -> None:

@@ -1,7 +1,9 @@
 """A notebook's source, its declared parameters and profiles, and the checks made before any kernel starts.
 
-A result notebook declares its parameters in a papermill `parameters` cell, its profiles in a literal
-`PROFILES = {"smoke": dict(...), "cpu": dict(...), "paper": dict(...)}` and its budgets (what a dry run's
+A result notebook declares its parameters once, in a literal
+`PROFILES = {"smoke": dict(...), "cpu": dict(...), "paper": dict(...)}`; its papermill `parameters` cell holds only
+the knobs every run takes (profile, scale, dtype, output_dir), and `-p KEY VALUE` may set any key of PROFILES
+(papermill injects it as a variable, which `Run(..., overrides=globals())` takes). Its budgets (what a dry run's
 `scale` multiplies, with their least values) in a literal `BUDGETS = dict(steps=20, pairs=2, ...)`. All are
 read from the source (never executed), so a typo'd profile, an unknown or ill-typed parameter and a model folder that does
 not exist are refused before a kernel starts, and before anything already published is touched.
@@ -62,6 +64,14 @@ def declared_parameters(src: Path) -> list[str]:
             tree = ast.parse(cell.source)
             return [t.id for node in tree.body if isinstance(node, ast.Assign) for t in node.targets if isinstance(t, ast.Name)]
     raise BookError(f"{src.name} has no cell tagged 'parameters': papermill could not pass it any parameter.")
+
+
+def accepted_parameters(src: Path) -> list[str]:
+    """What `-p KEY VALUE` may set: the names of the parameters cell (the knobs every run takes: profile, scale,
+    dtype, output_dir) and every key of the notebook's PROFILES, which `Run(..., overrides=globals())` takes from
+    the variables papermill injects."""
+    keys = [key for entries in (declared_profiles(src) or {}).values() for key in entries]
+    return list(dict.fromkeys(declared_parameters(src) + keys))
 
 
 def declared_constant(src: Path, name: str):
@@ -190,7 +200,7 @@ def resolve_parameters(src: Path, parameters: dict) -> dict:
     a forward dtype other than float32 and bfloat16, a model folder that does not exist.
     """
     name = Path(src).stem
-    declared = declared_parameters(src)
+    declared = accepted_parameters(src)
     params = dict(parameters)
     if "model" in params and "model" not in declared and "models" in declared:
         model = params.pop("model")

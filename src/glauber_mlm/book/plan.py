@@ -14,7 +14,8 @@ plus 2h² + 2hV for the MLM head at the site (the formula of book/performance.md
 Sentence embeddings (notebooks 03, 04) count the embedder's encoder only. Exact models (00, and 01's noise
 reference) are counted in rows but not in FLOPs or time: their conditionals are a few table look-ups.
 
-Counting rules: one function per notebook (`count_00` … `count_06`), each naming the cells it mirrors. Rows are
+Counting rules: each notebook declares its own, `planned_work(p) -> list[Work]` in its cell tagged "plan" (right
+after its PROFILES), which the notebook prints in its set-up and this module executes (`planned_work`). Rows are
 exact where every row stays in the batch (Glauber chains, influence matrices, embeddings' sentences before
 de-duplication) and an upper bound (marked ≤) where work leaves the batch: coupled pairs are counted for their
 whole budget as if no pair met; identical rectangle queries and repeated texts are evaluated once. Speculative
@@ -31,21 +32,20 @@ than a base-sized one on a GPU, so the estimate is conservative there.
 from __future__ import annotations
 
 import argparse
+import ast
 import json
 import math
 import statistics
 import sys
 import time
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..contract import upstream
 from ..roofline import Shape, forward_flops, shape_from_config
 from .errors import BookError
 from .execute import prepare_parameters
-from .parameters import NOTEBOOKS, declared_parameters, known_notebooks, notebook_source, parse_value, profile_at_scale
+from .parameters import NOTEBOOKS, accepted_parameters, known_notebooks, notebook_source, parse_value, profile_at_scale
 
 # Published config.json numbers (huggingface.co/<name>/blob/main/config.json) of the hub models the profiles
 # name, so that a plan needs no download. Any other model: pass its local folder (its config.json is read).
@@ -154,189 +154,52 @@ def seconds(work: Work, rates: Rates) -> float | None:
     return max(work_flops(work) / rate, work.calls * rates.latency)
 
 
-# ---- counting rules, one per notebook ---------------------------------------------------------------------------
+# ---- the counting rule of each notebook, read from its cell tagged "plan" ----------------------------------------
 
-def count_00(p: dict) -> list[Work]:
-    """00_exact_models. MLM: the cell `mlm_rects = gm.random_rectangles(...)` (2R fp32 rows, R = `rectangles` contexts
-    of `rect_length` tokens) and `gm.rectangle_test(mlm, mlm_rects)` (≤ 4R). Exact models: the Potts chains of
-    section 1 (2 scans × chains × sweeps·law_sites), `couple(...)` of section 2 (≤ 2 · pairs · budget per (τ, n)
-    cell), and the toy rectangles (3 × 6R) and `influence_matrix` over all contexts (C · n · (1 + r · n)) of 3–4."""
-    R, m, n_rect = p["rectangles"], p["model"], p["rect_length"]
-    steps, pairs, budget = p["sweeps"] * p["law_sites"], p["pairs"], p["budget"]
-    work = [Work("rectangles: top-k draws", m, n_rect, 2 * R, 1, "float32"),
-            Work("rectangles: rectangle_test", m, n_rect, 4 * R, math.ceil(R / CHUNK), "float32", upper=True),
-            Work("Potts chains, random and systematic scan", "Potts chain", p["law_sites"], 2 * p["chains"] * steps,
-                 2 * steps, kind="exact")]
-    for n, cells in sorted(Counter(p["lengths"]).items()):
-        cells *= len(p["temperatures"])
-        work.append(Work("Ising coupling, high τ", "Ising chain", n, 2 * pairs * budget * cells, budget * cells,
-                         kind="exact", upper=True))
-    lows = len(p["low_temperatures"])
-    work.append(Work("Ising coupling, low τ, ordered starts", "Ising chain", p["low_length"], 2 * pairs * budget * lows,
-                     budget * lows, kind="exact", upper=True))
-    k, k3 = p["influence_sites"], min(p["influence_sites"], 5)
-    influence = 2**k * k * (1 + k) + 3**k3 * k3 * (1 + 2 * k3) + 4 * k3 * (1 + k3)
-    calls = (2**k) * (1 + k) + (3**k3 + 4) * (1 + k3) + 3 * (1 + math.ceil(R / CHUNK))
-    work.append(Work("influence (all contexts) and toy rectangles", "pairwise models", k, influence + 3 * 6 * R, calls,
-                     kind="exact", upper=True))
-    return work
+PLAN_TAG = "plan"
 
 
-def count_01(p: dict) -> list[Work]:
-    """01_rectangle_test, per model: the logit probe `mlm.logits(ctx[:min(64, contexts)])`; the compatible exact
-    model's rectangles (6R exact rows); `gm.random_rectangles` (2R) and `gm.rectangle_test(..., chunk=128)` (≤ 4R)
-    on R = contexts · per_passage rectangles; the float64 twin on the first min(64, R) (≤ 4 each); and the
-    temperature cell: R' = 2 · min(8, contexts) rectangles drawn (2R') and tested at τ = 1 and every τ (≤ 4R' each)."""
-    R, n, T = p["contexts"] * p["per_passage"], p["length"], len(p["temperatures"])
-    R2, twin = 2 * min(8, p["contexts"]), min(64, R)
-    models = [p["models"]] if isinstance(p["models"], str) else p["models"]
-    work = []
-    for m in models:
-        work += [Work("logit probe (noise scale)", m, n, min(64, p["contexts"]), 1, "float32"),
-                 Work("compatible exact model's rectangles", "pairwise model", n, 6 * R, 1 + math.ceil(R / CHUNK),
-                      kind="exact", upper=True),
-                 Work("rectangles: top-k draws", m, n, 2 * R, 1, "float32"),
-                 Work("rectangles: rectangle_test", m, n, 4 * R, math.ceil(R / 128), "float32", upper=True),
-                 Work("float64 twin (forward rounding)", m, n, 4 * twin, 1, "float64", upper=True),
-                 Work("ρ against temperature", m, n, 2 * R2 + (1 + T) * 4 * R2, 2 + T, "float32", upper=True)]
-    return work
+def plan_cell(src: Path) -> str | None:
+    """The source of the notebook's code cell tagged "plan" (its `planned_work`); None if it has none."""
+    import jupytext
+
+    for cell in jupytext.read(src).cells:
+        if cell.cell_type == "code" and PLAN_TAG in cell.metadata.get("tags", []):
+            return cell.source
+    return None
 
 
-def count_02(p: dict) -> list[Work]:
-    """02_high_temperature_mixing: the cell 'Coupling times on the (τ, n) grid' (per length, one batch of
-    temperatures × seeds × pairs coupled pairs, 2 conditionals per pair per step, ≤ budget steps) and the scaling
-    study's cell (first model; per distinct length, scaling_temperatures × scaling_pairs pairs, ≤ scaling_budget
-    steps). The phase diagram runs once per model.
-    Upper bounds: pairs that meet leave the batch."""
-    models = [p["models"]] if isinstance(p["models"], str) else p["models"]
-    P, budget = len(p["temperatures"]) * p["seeds"] * p["pairs"], p["budget"]
-    work = [Work("phase diagram: coupled pairs", m, n, 2 * P * budget, budget, upper=True)
-            for m in models for n in sorted(p["lengths"])]
-    P, budget = len(p["scaling_temperatures"]) * p["scaling_pairs"], p["scaling_budget"]
-    work += [Work("scaling study: coupled pairs", models[0], n, 2 * P * budget, budget, upper=True)
-             for n in sorted(set(p["scaling_lengths"]))]
-    return work
+def has_plan(name: str, notebooks_dir: Path = NOTEBOOKS) -> bool:
+    """Whether notebook `name` declares its work (a cell tagged "plan")."""
+    return plan_cell(notebook_source(name, notebooks_dir)) is not None
 
 
-def count_03(p: dict) -> list[Work]:
-    """03_metastability_traps: `semantic.one_token_neighbours` (calibration_passages × neighbours rows); the trap
-    chains `gm.glauber(mlm, x_init, steps)` (2 · starts · seeds chains: low τ and control); the escape chains
-    `gm.glauber(..., reach_steps)` (temperatures × chains); and the sentences `semantic.embed` gets: the calibration
-    passages and their neighbours, every record of both runs and of the matched-rate null (starts · seeds chains,
-    no forward), ≤: repeated states are embedded once."""
-    m, n, re = p["model"], p["length"], p["record_every"]
-    cal, chains_ps, reach = p["calibration_passages"], 2 * p["starts"] * p["seeds"], len(p["temperatures"]) * p["chains"]
-    sentences = (cal * (1 + p["neighbours"]) + (p["steps"] // re + 1) * chains_ps * 3 // 2
-                 + (p["reach_steps"] // re + 1) * reach)
-    return [Work("calibration: one-token neighbours", m, n, cal * p["neighbours"], 1),
-            Work("trap chains (low τ and control)", m, n, chains_ps * p["steps"], p["steps"]),
-            Work("escape chains (temperature grid)", m, n, reach * p["reach_steps"], p["reach_steps"]),
-            Work("sentences embedded", p["embedder"], n, sentences, math.ceil(sentences / EMBED_BATCH), "float32",
-                 kind="embedder", upper=True)]
+def planned_work(name: str, notebooks_dir: Path = NOTEBOOKS) -> Callable[[dict], list[Work]]:
+    """The notebook's own `planned_work(p) -> list[Work]`: the imports, UPPER_CASE constants and functions of its
+    cell tagged "plan", executed here (its other statements, such as the notebook's `show_plan(...)`, need the run
+    and are skipped), so that the plan and the notebook count with one function."""
+    src = notebook_source(name, notebooks_dir)
+    source = plan_cell(src)
+    if source is None:
+        raise ValueError(f"{src.name} has no cell tagged 'plan': add one after its PROFILES cell that defines "
+                         "`planned_work(p: dict) -> list[Work]` (CONTRIBUTING.md, how to add a notebook).")
+    kept = [node for node in ast.parse(source, filename=str(src)).body
+            if isinstance(node, (ast.Import, ast.ImportFrom, ast.FunctionDef)) or (
+                isinstance(node, ast.Assign) and all(isinstance(t, ast.Name) and t.id.isupper() for t in node.targets))]
+    namespace: dict = {"__name__": f"glauber_mlm.book.plan[{src.stem}]"}
+    exec(compile(ast.Module(body=kept, type_ignores=[]), str(src), "exec"), namespace)
+    if not callable(namespace.get("planned_work")):
+        raise ValueError(f"{src.name}: its cell tagged 'plan' defines no function planned_work(p: dict) -> list[Work].")
+    return namespace["planned_work"]
 
 
-def count_04(p: dict) -> list[Work]:
-    """04_political_basins: the chains `gm.glauber(mlm, inits, steps)` (temperatures × 2 start types × starts × seeds);
-    the sentences `semantic.embed` gets: the labelled text (`political.subsample` of data/political.jsonl, its first
-    128 word pieces), the base-rate passages (≤ every passage, or base_passages) and every record of the chains (≤)."""
-    from ..passages import load_passages, load_political_text
-    from ..political import subsample
-
-    if p["passages"] != "embedded":
-        raise ValueError(f"04_political_basins needs passages='embedded' (the only source with topics), "
-                         f"got {p['passages']!r}: drop the -p passages override.")
-    m, n, e = p["model"], p["length"], p["embedder"]
-    B = len(p["temperatures"]) * 2 * p["starts"] * p["seeds"]
-    labelled = len(subsample(load_political_text(), p["score_texts"], seed=p["seed"]))
-    base = len(load_passages("embedded"))
-    base = base if p["base_passages"] is None else min(base, p["base_passages"])
-    records = (p["steps"] // p["record_every"] + 1) * B
-    return [Work("chains (political and other starts)", m, n, B * p["steps"], p["steps"]),
-            Work("labelled text embedded (≤ 128 word pieces)", e, 126, labelled, math.ceil(labelled / EMBED_BATCH),
-                 "float32", kind="embedder", upper=True),
-            Work("base-rate passages embedded", e, n, base, math.ceil(base / EMBED_BATCH), "float32", kind="embedder",
-                 upper=True),
-            Work("chain records embedded", e, n, records, math.ceil(records / EMBED_BATCH), "float32",
-                 kind="embedder", upper=True)]
-
-
-def count_05(p: dict) -> list[Work]:
-    """05_influence_and_margin: `gm.influence_matrix` per length (contexts · n · (1 + replacements · n) fp32 rows);
-    the small phase diagram `gm.coupling_times` per phase length (≤ 2 · phase_temperatures · pairs · budget; run only
-    when 02's table is absent); the margin chains `gm.glauber(mlm, init, steps)` (chain_temperatures ×
-    chain_passages × seeds); `gm.local_margins` on every record (records · chains · L fp32); and
-    `conditions.token_margins` on ≤ dwell_states dwells per chain temperature (· L fp32)."""
-    m, L, c, r = p["model"], p["chain_length"], p["contexts"], p["replacements"]
-    (mixing,) = upstream("05_influence_and_margin")  # its phase diagram replaces the small one
-    B = len(p["chain_temperatures"]) * p["chain_passages"] * p["seeds"]
-    P = len(p["phase_temperatures"]) * p["pairs"]
-    records = (p["steps"] // p["record_every"] + 1) * B * L
-    dwells = len(p["chain_temperatures"]) * p["dwell_states"] * L
-    return ([Work("influence matrix", m, n, c * n * (1 + r * n), c * (1 + n), "float32") for n in sorted(p["lengths"])]
-            + [Work("small phase diagram: coupled pairs", m, n, 2 * P * p["budget"], p["budget"], upper=True,
-                    note=f"only if {mixing}'s phase diagram (same model and profile) is not published",
-                    instead_of=mixing) for n in sorted(p["phase_lengths"])]
-            + [Work("margin chains", m, L, B * p["steps"], p["steps"]),
-               Work("local margins on the records", m, L, records, math.ceil(records / CHUNK), "float32"),
-               Work("token margins of dwelt states", m, L, dwells, math.ceil(dwells / CHUNK), "float32", upper=True)])
-
-
-def count_06(p: dict) -> list[Work]:
-    """06_has_my_chain_mixed, with T temperatures, n = length and S = steps: the chains `gm.glauber(...)`
-    (T · chains, S steps); `gm.pseudo_log_likelihood` on every pll_every-th state (n rows per chain and reading, in
-    calls of `pll_chunk` rows); `gm.coupling_times` (≤ 2 · T · pairs · S); the MH chains `gm.metropolis(...)` (one
-    proposal row per chain-step, ≤ n PLL rows for the start and for each proposal that changes a token), at n and at
-    each other length L of mh_lengths (L rows per PLL there); and `gm.mh_coupling_times` (as many for 2 · T · mh_pairs
-    chains). Upper bounds: pairs that meet leave the batch,
-    and only proposals that change a token cost a PLL."""
-    from ..metropolis import PLL_CHUNK_BYTES
-
-    m, n, S, T = p["model"], p["length"], p["steps"], len(p["temperatures"])
-    chains, mh_chains, mh_paired_chains = T * p["chains"], T * p["mh_chains"], 2 * T * p["mh_pairs"]
-    readings = chains * (S // p["pll_every"] + 1) * n
-    chunk = max(1, PLL_CHUNK_BYTES // (8 * model_shape(m).vocab))  # metropolis.pll_chunk, without loading the model
-
-    def mh(part: str, B: int, L: int = n) -> Work:
-        """B MH chains of L tokens: a proposal row per chain-step, and a PLL of the start and of every changed proposal."""
-        pll_calls = math.ceil(B * L / chunk)
-        return Work(part, m, L, B * (S + L * (S + 1)), S + (S + 1) * pll_calls, upper=True)
-
-    return [Work("Glauber chains", m, n, chains * S, S),
-            Work("PLL energy of the chains' states", m, n, readings, math.ceil(readings / chunk)),
-            Work("coupled Glauber pairs", m, n, 2 * T * p["pairs"] * S, S, upper=True),
-            mh("MH chains (proposals and PLL)", mh_chains),
-            *(mh(f"MH chains at n = {L} (acceptance against n)", mh_chains, L) for L in sorted(set(p["mh_lengths"]))
-              if L != n),
-            mh("coupled MH pairs (proposals and PLL)", mh_paired_chains)]
-
-
-def count_07(p: dict) -> list[Work]:
-    """07_how_long_must_i_run, with T temperatures, P = pairs, L = lag and B = budget: per length n, the L-lag runs
-    `lag_coupling(...)` on all T · P pairs at once (T · P · L rows for the lag phase, in L steps, then ≤ 2 · T · P · B
-    for the coupled pairs, ≤ B steps). Exact models: the Ising L-lag runs at each of the two lags and the coverage
-    calibration's 2 · replicates runs at the larger lag (≤ runs · (L + 2 · budget) each, budget = 100 · ising_steps);
-    replica exchange (ensembles · rungs chains, rounds · steps_per_round MH steps, one proposal row a step) and plain
-    MH with the same rows. Upper bounds: pairs that meet leave the batch."""
-    m, T, P, L, B = p["model"], len(p["temperatures"]), p["pairs"], p["lag"], p["budget"]
-    work = [Work("L-lag runs (lag phase and coupled pairs)", m, n, T * P * (L + 2 * B), L + B, upper=True)
-            for n in sorted(set(p["lengths"]))]
-    runs, budget, lags = p["ising_runs"], 100 * p["ising_steps"], sorted(p["ising_lags"])
-    ising_runs = [(lag, 1) for lag in lags] + [(lags[-1], 2 * p["replicates"])]
-    work.append(Work("Ising L-lag runs and the coverage calibration", "Ising chain", p["ising_length"],
-                     sum(k * runs * (lag + 2 * budget) for lag, k in ising_runs),
-                     sum(k * (lag + budget) for lag, k in ising_runs), kind="exact", upper=True))
-    mh_steps = p["rounds"] * p["steps_per_round"]
-    rows = p["ensembles"] * p["rungs"] * mh_steps
-    work.append(Work("replica exchange and plain MH (equal rows)", "two-well Potts chain", p["well_length"], 2 * rows,
-                     mh_steps * (1 + p["rungs"]), kind="exact", upper=True))
-    return work
-
-
-COUNTERS: dict[str, Callable[[dict], list[Work]]] = {
-    "00_exact_models": count_00, "01_rectangle_test": count_01, "02_high_temperature_mixing": count_02,
-    "03_metastability_traps": count_03, "04_political_basins": count_04, "05_influence_and_margin": count_05,
-    "06_has_my_chain_mixed": count_06, "07_how_long_must_i_run": count_07,
-}
+def show_plan(works: list[Work]) -> None:
+    """Print a notebook's planned work in its set-up (the rows `glauber-mlm plan` counts for this run)."""
+    print("planned forward work (glauber-mlm plan counts the same):")
+    for w in works:
+        model = f"{w.model} (exact)" if w.kind == "exact" else _model_name(w.model, w.kind)
+        print(f"  {w.part}: {_rows(w)} rows of {model} at n = {w.n}, {w.calls:,} calls"
+              + (f" ({w.note})" if w.note else ""))
 
 
 # ---- the plan ---------------------------------------------------------------------------------------------------
@@ -347,7 +210,7 @@ def resolved_parameters(name: str, profile: str, model: str | None, overrides: d
     (`prepare_parameters`), then laid over the profile, its budgets scaled, as `Run` does (a None keeps the
     profile's value)."""
     src = notebook_source(name, notebooks_dir)
-    declared = declared_parameters(src)
+    declared = accepted_parameters(src)
     params = {"profile": profile, **({"model": model} if model is not None else {}),
               **({"scale": scale} if scale != 1 else {}), **{k: v for k, v in overrides.items() if k in declared}}
     params = prepare_parameters(src, params)
@@ -363,18 +226,16 @@ def plan(names: list[str], profile: str, model: str | None = None, overrides: di
     (`Work.instead_of`: 05's small phase diagram) is dropped when that notebook runs in the same plan on the same
     model (the reader then reads its table)."""
     overrides = overrides or {}
-    declared = {name: declared_parameters(notebook_source(name, notebooks_dir)) for name in names}
+    declared = {name: accepted_parameters(notebook_source(name, notebooks_dir)) for name in names}
     unused = sorted(k for k in overrides if not any(k in d for d in declared.values()))
     if unused:
         raise ValueError(f"no notebook among {', '.join(names)} has parameter {', '.join(map(repr, unused))}: "
                          "check the name, or add the notebook that declares it with --only.")
     params, works = {}, {}
     for name in names:
-        if name not in COUNTERS:
-            raise ValueError(f"no counting rule for notebook {name!r}: add a count_ function for it to "
-                             "glauber_mlm/book/plan.py (COUNTERS).")
+        count = planned_work(name, notebooks_dir)
         params[name] = resolved_parameters(name, profile, model, overrides, notebooks_dir, scale)
-        works[name] = COUNTERS[name](params[name])
+        works[name] = count(params[name])
     def replaced(name: str, work: Work) -> bool:
         up = params.get(work.instead_of)
         return up is not None and params[name].get("model") in up.get("models", [up.get("model")])

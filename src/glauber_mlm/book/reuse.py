@@ -51,7 +51,7 @@ def estimate(names: list[str], profile: str, model: str | None, scale: float, no
     from transformers.utils import logging as transformers_logging
 
     transformers_logging.disable_progress_bar()  # the calibration's model loading: not this build's progress
-    counted = [name for name in names if name in plan.COUNTERS]
+    counted = [name for name in names if plan.has_plan(name, notebooks_dir)]
     if not counted:
         return "no time estimate: the plan counts none of these notebooks"
     try:
