@@ -346,3 +346,17 @@ def test_pages_fold_the_machinery_and_offer_their_files(built):
         link = re.search(rf'href="([^"]*{re.escape(name)})"', html)
         assert link, name
         assert (built.root / "_build" / "html" / "book" / "notebooks" / link.group(1)).resolve().is_file(), link.group(1)
+
+
+def test_run_takes_from_the_namespace_only_the_profile_keys_and_refuses_a_clash(tmp_path):
+    import numpy as np
+
+    from glauber_mlm.notebook import Run
+
+    profiles = {"smoke": dict(seed=0, steps=3, chains=2)}
+    namespace = {"steps": 5, "chains": None, "np": np, "other": 1, "profile": "smoke"}  # a None keeps the profile's
+    run = Run("toy", "smoke", profiles, tmp_path, overrides=namespace)
+    assert run.params == {"seed": 0, "steps": 5, "chains": 2}
+    assert Run("toy", "smoke", profiles, tmp_path, overrides=namespace, steps=9)["steps"] == 9  # a keyword wins
+    with pytest.raises(ValueError, match="steps names both a parameter"):
+        Run("toy", "smoke", profiles, tmp_path, overrides={"steps": np})

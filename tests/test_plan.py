@@ -13,8 +13,8 @@ import torch
 
 import glauber_mlm as gm
 from glauber_mlm import conditions, exact, semantic
-from glauber_mlm.book.plan import (PUBLISHED_CONFIGS, CountingModel, Rates, Work, calibrate, forward_flops, main, model_shape, plan,
-                                   resolved_parameters, seconds)
+from glauber_mlm.book.plan import (PUBLISHED_CONFIGS, CountingModel, Rates, Work, calibrate, forward_flops, has_plan, main,
+                                   model_shape, plan, resolved_parameters, seconds)
 from glauber_mlm.hf import DEFAULT_MODEL
 from glauber_mlm.passages import load_passages, passage_pairs, sample_passages
 from glauber_mlm.rectangle import float64_twin
@@ -348,3 +348,66 @@ def test_07_lag_runs_and_exact_models_against_the_plan(mlm, texts):
     plain = gm.metropolis(wells, start, p["rungs"] * p["rounds"] * p["steps_per_round"], 1.0, seed=p["seed"],
                           energy="joint", record_every=p["steps_per_round"])
     assert temp.forward_rows + plain.forward_rows <= line(works, "replica exchange").rows
+
+
+# ---- the plan reads each notebook's own counting rule (issue 27, item 4) -----------------------------------------
+
+TOY = '''\
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+# ---
+
+# %% tags=["parameters"]
+profile = "cpu"
+dtype = None
+scale = 1.0
+output_dir = None
+
+# %%
+from glauber_mlm.notebook import Run
+
+PROFILES = {"smoke": dict(model=None, chains=3, steps=10), "cpu": dict(model=None, chains=5, steps=100),
+            "paper": dict(model="bert-base-uncased", chains=50, steps=1000)}
+BUDGETS = dict(steps=2)
+run = Run("90_toy", profile, PROFILES, output_dir, scale=scale, dtype=dtype, budgets=BUDGETS, overrides=globals())
+
+# %% tags=["plan"]
+from glauber_mlm.book.plan import Work, show_plan
+
+ROWS_PER_STEP = 1
+
+
+def planned_work(p: dict) -> list[Work]:
+    """chains × steps rows, one call a step."""
+    return [Work("chains", p["model"], 8, ROWS_PER_STEP * p["chains"] * p["steps"], p["steps"])]
+
+
+show_plan(planned_work(run.params))
+'''
+
+
+def test_the_plan_runs_the_notebooks_own_counting_rule(tmp_path):
+    (tmp_path / "90_toy.py").write_text(TOY)
+    assert plan(["90_toy"], "cpu", notebooks_dir=tmp_path) == {"90_toy": [Work("chains", None, 8, 500, 100)]}
+    assert plan(["90_toy"], "paper", notebooks_dir=tmp_path)["90_toy"] == [Work("chains", "bert-base-uncased", 8, 50_000, 1000)]
+    assert plan(["90_toy"], "cpu", overrides={"steps": 7}, notebooks_dir=tmp_path)["90_toy"][0].rows == 35
+    assert plan(["90_toy"], "cpu", notebooks_dir=tmp_path, scale=0.5)["90_toy"][0].calls == 50  # BUDGETS scaled
+    with pytest.raises(ValueError, match="no notebook among 90_toy has parameter 'stepz'"):
+        plan(["90_toy"], "cpu", overrides={"stepz": 7}, notebooks_dir=tmp_path)
+    # a notebook without a plan cell is refused, naming what to add
+    (tmp_path / "91_bare.py").write_text(TOY.replace('# %% tags=["plan"]', "# %%").replace("90_toy", "91_bare"))
+    assert has_plan("90_toy", tmp_path) and not has_plan("91_bare", tmp_path)
+    with pytest.raises(ValueError, match="91_bare.py has no cell tagged 'plan'.*planned_work"):
+        plan(["91_bare"], "cpu", notebooks_dir=tmp_path)
+
+
+def test_every_notebook_declares_its_plan_and_the_library_copies_none():
+    from glauber_mlm import book
+    from glauber_mlm.book import plan as plan_module
+
+    assert all(has_plan(name) for name in book.known_notebooks())
+    assert not [name for name in vars(plan_module) if name.startswith("count_") or name == "COUNTERS"]
