@@ -360,3 +360,16 @@ def test_run_takes_from_the_namespace_only_the_profile_keys_and_refuses_a_clash(
     assert Run("toy", "smoke", profiles, tmp_path, overrides=namespace, steps=9)["steps"] == 9  # a keyword wins
     with pytest.raises(ValueError, match="steps names both a parameter"):
         Run("toy", "smoke", profiles, tmp_path, overrides={"steps": np})
+
+
+def test_the_plan_cell_is_folded_with_the_set_up():
+    import nbformat
+
+    cells = [nbformat.v4.new_code_cell("profile = 'cpu'", metadata={"tags": ["parameters"]}),
+             nbformat.v4.new_code_cell("run = Run(...)"),
+             nbformat.v4.new_code_cell("def planned_work(p): ...", metadata={"tags": ["plan"]}),
+             nbformat.v4.new_code_cell("x = 1")]
+    nb = nbformat.v4.new_notebook(cells=cells)
+    book.page.fold_machinery(nb)
+    assert [c.metadata.get("tags", []) for c in nb.cells] == [["parameters", "hide-cell"], ["hide-cell"],
+                                                              ["plan", "hide-cell"], []]

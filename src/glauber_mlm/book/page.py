@@ -2,7 +2,8 @@
 
 Applied to a finished run before it is published (`run_notebook`):
 - the parameters cell, papermill's injected cell and the set-up cell (the first after the parameters: imports,
-  the profile, the provenance it prints) are folded whole (`hide-cell`); every plotting cell and the cell that
+  the profile, the provenance it prints) and the cell tagged `plan` (its planned work) are folded whole
+  (`hide-cell`); every plotting cell and the cell that
   computes the result box (`run.conclude`) show their output with the code folded (`hide-input`),
   and the closing `run.finish()` cell is removed (the execution page lists every run's provenance);
 - a last section links the page's tables (CSV), figures (PNG), provenance.json, the executed notebook and
@@ -37,6 +38,9 @@ def fold_machinery(nb) -> None:
         _tag(code[k], "hide-cell")
     if params and params[-1] + 1 < len(code):
         _tag(code[params[-1] + 1], "hide-cell")
+    for cell in code:  # the plan cell (the run's planned work, which `glauber-mlm plan` reads) is set-up too
+        if "plan" in _tags(cell):
+            _tag(cell, "hide-cell")
     for cell in code:
         source = cell.source
         if source.strip() == "run.finish()":
