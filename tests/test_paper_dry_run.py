@@ -27,7 +27,8 @@ from glauber_mlm.book.parameters import declared_budgets, declared_profiles, pro
 from glauber_mlm.book.publish import problems
 from glauber_mlm.cli import main as cli_main
 from glauber_mlm.notebook import scaled_profile
-from glauber_mlm.passages import MS_MARCO_FILE, load_passages
+from glauber_mlm.contract import MS_MARCO
+from glauber_mlm.passages import load_passages
 from test_families import save_family
 
 SCALE = 0.01  # 1 % of every budget: most budgets sit at their least value
@@ -142,7 +143,7 @@ def test_plan_counts_the_scaled_budgets(capsys):
 
 def test_ms_marco_file_is_parsed_as_the_dataset_is(tmp_path, monkeypatch):
     records = ms_marco_records(queries=3, per_query=4)
-    monkeypatch.setenv(MS_MARCO_FILE, str(write_jsonl(tmp_path / "ms_marco.jsonl", records)))
+    monkeypatch.setenv(MS_MARCO, str(write_jsonl(tmp_path / "ms_marco.jsonl", records)))
     rows = load_passages("ms_marco", limit=10)
     texts = [t for r in records for t in r["passages"]["passage_text"]]
     assert [r["text"] for r in rows] == texts[:10]
@@ -156,13 +157,13 @@ def test_ms_marco_parquet_file_is_read_like_the_hub_split(tmp_path, monkeypatch)
     records = ms_marco_records(queries=3, per_query=4)
     path = tmp_path / "validation-00000-of-00001.parquet"
     pd.DataFrame(records).to_parquet(path)
-    monkeypatch.setenv(MS_MARCO_FILE, str(path))
+    monkeypatch.setenv(MS_MARCO, str(path))
     assert [r["text"] for r in load_passages("ms_marco")] == [t for r in records for t in r["passages"]["passage_text"]]
 
 
 def test_a_missing_ms_marco_file_is_named(tmp_path, monkeypatch):
-    monkeypatch.setenv(MS_MARCO_FILE, str(tmp_path / "nowhere.jsonl"))
-    with pytest.raises(FileNotFoundError, match=MS_MARCO_FILE):
+    monkeypatch.setenv(MS_MARCO, str(tmp_path / "nowhere.jsonl"))
+    with pytest.raises(FileNotFoundError, match=MS_MARCO):
         load_passages("ms_marco")
 
 
@@ -179,7 +180,7 @@ def dry_book(tmp_path_factory):
     with pytest.MonkeyPatch.context() as env:  # the kernels inherit these
         env.setenv("HF_HUB_CACHE", str(hub))
         env.setenv("HF_HUB_OFFLINE", "1")
-        env.setenv(MS_MARCO_FILE, str(marco))
+        env.setenv(MS_MARCO, str(marco))
         dry = ["--profile", "paper", "--scale", str(SCALE), "--root", str(root)]
         runs = [cli_main(["run", name, *dry, *(a for kv in params.items() for a in ("-p", *kv))])
                 for name, params in NOT_BUDGETS.items()]

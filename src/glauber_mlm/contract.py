@@ -3,7 +3,8 @@
 Everything both sides must agree on lives here, and only here:
 
 - the environment the runner gives a notebook's kernel (`RUN_ID`, `RESULTS`, `CHECKPOINTS`), read through
-  `run_id`, `results_folder` and `checkpoints_folder`;
+  `run_id`, `results_folder` and `checkpoints_folder`, and the two a user may set (`CACHE`, `MS_MARCO`), read through
+  `download_cache` and `ms_marco_file`: the library reads the environment nowhere else;
 - the forward dtypes a notebook's `dtype` parameter accepts (`FORWARD_DTYPES`; None: the device's default,
   `hf.forward_dtype`). The dtype is an ordinary notebook parameter: `book --dtype` passes it like `--scale`;
 - the provenance a finished run writes beside its tables (`PROVENANCE`, its keys `REQUIRED`, `write_provenance`)
@@ -20,6 +21,8 @@ from pathlib import Path
 RUN_ID = "GLAUBER_MLM_RUN_ID"            # the run id the runner stamps on the executed page; written to provenance.json
 RESULTS = "GLAUBER_MLM_RESULTS"          # the published results folder, where a notebook reads another's tables
 CHECKPOINTS = "GLAUBER_MLM_CHECKPOINTS"  # where a run's long calls save their progress (`Run.checkpoint`)
+CACHE = "GLAUBER_MLM_CACHE"              # the download and hash cache of `glauber-mlm data/train`, outside git
+MS_MARCO = "GLAUBER_MLM_MS_MARCO"        # a local copy of MS MARCO v2.1 validation, read instead of the hub
 
 FORWARD_DTYPES = ("float32", "bfloat16")  # the `dtype` parameter's values; None: bf16 where native, else fp32
 
@@ -32,7 +35,7 @@ REQUIRED = ("notebook", "profile", "scale", "parameters", "forward_dtype", "devi
 
 # reader -> {upstream notebook: the tables it reads (`Run.upstream_table`)}
 READS: dict[str, dict[str, tuple[str, ...]]] = {
-    "05_influence_and_margin": {"02_high_temperature_mixing": ("phase_diagram", "scaling_fit")},
+    "05_influence_and_margin": {"02_high_temperature_mixing": ("phase_diagram", "scaling_fit", "scaling_times")},
 }
 
 
@@ -73,6 +76,17 @@ def checkpoints_folder() -> Path | None:
     """Where the runner keeps this run's checkpoints; None interactively (no checkpoint)."""
     folder = os.environ.get(CHECKPOINTS)
     return Path(folder) if folder else None
+
+
+def download_cache() -> Path:
+    """The cache for downloads and file hashes: `$GLAUBER_MLM_CACHE`, else ~/.cache/glauber-mlm."""
+    return Path(os.environ.get(CACHE) or Path.home() / ".cache" / "glauber-mlm")
+
+
+def ms_marco_file() -> Path | None:
+    """The local MS MARCO copy the user named in `$GLAUBER_MLM_MS_MARCO`; None: read it from the hub."""
+    local = os.environ.get(MS_MARCO)
+    return Path(local) if local else None
 
 
 def write_provenance(folder: Path, info: dict) -> Path:

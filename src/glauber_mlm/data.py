@@ -31,7 +31,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator
 
-DEFAULT_CACHE = Path(os.environ.get("GLAUBER_MLM_CACHE", Path.home() / ".cache" / "glauber-mlm"))
+from .contract import download_cache
+
+DEFAULT_CACHE = download_cache()
 # the sha256 of large files (the embedded models), by path, size, mtime and ctime: outside git, a miss costs a rehash
 HASH_CACHE = DEFAULT_CACHE / "sha256.json"
 MIN_WORDS, MAX_WORDS = 10, 60

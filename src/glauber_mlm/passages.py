@@ -11,15 +11,14 @@ parsed by the same code.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
 from .conditionals import check_int
+from .contract import MS_MARCO, ms_marco_file
 from .data import verify_product
 
 DATA = Path(__file__).resolve().parents[2] / "data"
-MS_MARCO_FILE = "GLAUBER_MLM_MS_MARCO"  # a local copy of MS MARCO v2.1 validation, read instead of the hub
 
 
 def _read_jsonl(path: Path) -> list[dict]:
@@ -54,8 +53,8 @@ def load_passages(source: str = "embedded", topic: str | None = None, limit: int
 
 def _ms_marco(limit: int) -> list[dict]:
     """The first `limit` passages of MS MARCO v2.1 validation, query by query, each passage a row."""
-    local = os.environ.get(MS_MARCO_FILE)
-    records = _ms_marco_file(Path(local)) if local else _ms_marco_hub()
+    local = ms_marco_file()
+    records = _ms_marco_file(local) if local else _ms_marco_hub()
     rows = []
     for k, ex in enumerate(records):
         for text in ex["passages"]["passage_text"]:
@@ -75,14 +74,14 @@ def _ms_marco_hub() -> Iterator[dict]:
         raise OSError(
             "MS MARCO passages need `pip install datasets` and internet access to the Hugging Face hub "
             f"({type(err).__name__}: {err}). Offline, use passages='embedded', the passages shipped in data/, or set "
-            f"{MS_MARCO_FILE} to a local copy of the v2.1 validation split (.parquet or .jsonl)."
+            f"{MS_MARCO} to a local copy of the v2.1 validation split (.parquet or .jsonl)."
         ) from err
 
 
 def _ms_marco_file(path: Path) -> list[dict]:
     """The records of a local MS MARCO file (.parquet as the hub holds the split, or .jsonl, one record a line)."""
     if not path.is_file():
-        raise FileNotFoundError(f"{MS_MARCO_FILE}={path}: no such file (a .parquet or .jsonl copy of MS MARCO v2.1).")
+        raise FileNotFoundError(f"{MS_MARCO}={path}: no such file (a .parquet or .jsonl copy of MS MARCO v2.1).")
     if path.suffix == ".parquet":
         import pandas as pd
 
@@ -90,7 +89,7 @@ def _ms_marco_file(path: Path) -> list[dict]:
     if path.suffix == ".jsonl":
         with path.open(encoding="utf-8") as f:
             return [json.loads(line) for line in f if line.strip()]
-    raise ValueError(f"{MS_MARCO_FILE}={path}: give a .parquet or .jsonl file.")
+    raise ValueError(f"{MS_MARCO}={path}: give a .parquet or .jsonl file.")
 
 
 def load_political_text() -> list[dict]:
