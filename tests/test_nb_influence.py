@@ -152,3 +152,24 @@ def test_more_replacements_than_top_k_stops_in_the_first_cell(tmp_path):
     err = first_cell_error("05_influence_and_margin", tmp_path, replacements=60)
     assert err is not None, "the first cell after the parameters ran through"
     assert re.search(r"replacements \(60\) cannot exceed top_k", str(err)), err
+
+
+def test_only_cells_above_tau_star_are_tested(smoke_output):
+    out = smoke_output
+    cells, crossing = read_table(out, "cells_above_crossing"), read_table(out, "crossing").set_index("length")
+    total = read_table(out, "total_influence")
+    assert {"table", "temperature", "length", "median_time", "pairs", "budget", "tau_star", "above_tau_star",
+            "fast"} <= set(cells.columns)
+    for r in cells.itertuples():  # above τ* at its own length: strictly above the crossing inside the grid
+        c = crossing.loc[r.length]
+        floor = {"inside": c.crossing_temperature, "below": total.temperature.min()}.get(c.status.split()[0], np.inf)
+        assert r.above_tau_star == (r.temperature > floor)
+        assert r.fast == np.isfinite(r.median_time)
+    checks = read_table(out, "checks")
+    row = checks[checks.check.str.startswith("the theorem's prediction")].iloc[0]
+    tested = cells[cells.above_tau_star]
+    if len(tested):
+        assert row.value.startswith(f"{int(tested.fast.sum())} of {len(tested)} cells fast")
+        assert row.rule_says == ("pass" if tested.fast.all() else "fail") and row.replicates > 0
+    else:
+        assert row.outcome == "inconclusive" and row.rule_says == "not computable"

@@ -74,6 +74,47 @@ def growth_rule_calibration(lengths, pairs: int, budget: int, replicates: int = 
     return Calibration(float(power), float(size), replicates, on)
 
 
+def every_cell_fast(cells) -> bool | None:
+    """The rule of notebook 05 on [(times, met) per cell]: True when every cell's censored median coupling time
+    (`stats.censored_median`: censored pairs as +∞) is finite, i.e. more than half its pairs met within the budget;
+    None when there is no cell."""
+    from .stats import censored_median
+
+    return None if not cells else all(np.isfinite(censored_median(t, m)) for t, m in cells)
+
+
+def fast_cells_calibration(cells, replicates: int = 40, slow_factor: float = 2.0, seed: int = 0):
+    """Power and size of `every_cell_fast` at a set of cells [(n, pairs, budget)], each with its own length, pairs
+    and budget: power on the Ising chain at J/τ = 1/2 (T ≈ (n/δ)·log(n/2), δ = 1 − tanh ½, fast), size on the same
+    times scaled so that each cell's law has median `slow_factor` × its budget (a slow chain; each replicate's median
+    scatters around it) and cut at the budget. Each cell draws its own planted pairs."""
+    from .checks import Calibration
+
+    cells = [(int(n), int(p), int(b)) for n, p, b in cells]
+    if not cells:
+        raise ValueError("fast_cells_calibration needs at least one (n, pairs, budget) cell.")
+    per_cell, factor = [], []  # per cell: replicates × (times, met), and the factor that makes it slow
+    for k, (n, pairs, budget) in enumerate(cells):
+        s = ising_coupling_samples(seed * 1009 + k, replicates, [n], pairs, budget, coupling=1.0, temperature=2.0)
+        per_cell.append([(t, m) for _, t, m in s])
+        # the law's median (pooled over the replicates), so that each replicate's own median scatters around
+        # slow_factor × budget as a slow chain's would, rather than sitting on it
+        pooled = np.median(np.concatenate([np.where(m, t, np.inf) for _, t, m in s]))
+        factor.append(slow_factor * budget / pooled if np.isfinite(pooled) else np.inf)
+
+    def slow(times, met, f, budget):
+        new = np.round(times * f) if np.isfinite(f) else np.full_like(times, np.inf)
+        return np.minimum(new, budget), met & (new <= budget)
+
+    power = np.mean([every_cell_fast([c[r] for c in per_cell]) is True for r in range(replicates)])
+    size = np.mean([every_cell_fast([slow(*c[r], f, b) for c, f, (_, _, b) in zip(per_cell, factor, cells)]) is True
+                    for r in range(replicates)])
+    shown = ", ".join(f"n = {n} ({p} pairs, budget {b})" for n, p, b in sorted(set(cells)))
+    on = (f"Ising chain (J/τ = 1/2, fast) / its times replanted to a median of {slow_factor:g} × the budget (slow), "
+          f"at {len(cells)} cells: {shown}")
+    return Calibration(float(power), float(size), replicates, on)
+
+
 def ar1_chains(rng: np.random.Generator, chains: int, draws: int, phi: float, spread: float = 0.0) -> np.ndarray:
     """(chains, draws) stationary AR(1) chains x_t = φ x_{t−1} + √(1−φ²) ε_t (unit variance), each shifted by its own
     N(0, spread²) offset: spread = 0 is a mixed cell, spread > 0 chains that each remember their own start."""
