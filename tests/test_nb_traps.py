@@ -27,7 +27,8 @@ def test_the_matched_rate_null_changes_tokens_as_often_as_its_chain(out):
     assert len(m) == PAIRS and m.change_rate.between(0, 1).all()
     assert m.time_trapped_low.between(0, 1).all() and m.time_trapped_matched_null.between(0, 1).all()
     checks = pd.read_csv(out / "checks.csv")
-    assert checks.check.str.contains("matched-rate null").sum() == 1
+    assert checks.check.str.startswith("at the calibrated radius, low-temperature chains are trapped more than their "
+                                       "matched-rate null").sum() == 1
 
 
 @needs_model
@@ -103,7 +104,48 @@ def test_sensitivity_panel_and_criterion(out):
     assert np.allclose(crit.difference, crit.time_trapped_low - crit.time_trapped_control)
     assert ((crit.ci_low <= crit.difference) & (crit.difference <= crit.ci_high)).all()
     assert (crit.separates == (crit.ci_low > 0)).all() and (crit.pairs == PAIRS).all()
+    # the criterion itself (low τ against its matched-rate null) at every radius: the panel check counts these
+    assert ((crit.null_ci_low <= crit.null_difference) & (crit.null_difference <= crit.null_ci_high)).all()
+    assert np.allclose(crit.null_difference, crit.time_trapped_low - crit.time_trapped_matched_null)
+    assert (crit.beats_null == (crit.null_ci_low > 0)).all()
+    m = pd.read_csv(out / "matched_null.csv")
+    primary = crit[crit.primary].iloc[0]
+    assert primary.time_trapped_matched_null == pytest.approx(m.time_trapped_matched_null.mean())
+    checks = pd.read_csv(out / "checks.csv")
+    panel = checks[checks.check.str.contains("more than half of the panel")].iloc[0]
+    assert panel.value == f"{int(crit.beats_null.sum())} of {len(crit)}"
     assert (out / "trap_sensitivity.png").is_file()
+
+
+@needs_model
+def test_every_mlm_check_is_calibrated_and_only_decisive_ones_decide(out):
+    checks = pd.read_csv(out / "checks.csv", keep_default_na=False)
+    side = checks.check.str.contains("hot control")          # the one side check no planted law can calibrate
+    assert (checks[~side].replicates == 100).all() and (checks[side].replicates == 0).all()
+    for _, c in checks[~side].iterrows():
+        decisive = float(c["power"]) >= 0.8 and float(c["size"]) <= 0.1  # c.size is the row's length
+        if not decisive or c.rule_says == "not computable":
+            assert c.outcome == "inconclusive" and c.to_decide
+        else:
+            assert c.outcome == c.rule_says, c.to_dict()
+    cal = pd.read_csv(out / "trap_calibration.csv")
+    assert cal.power.between(0, 1).all() and cal["size"].between(0, 1).all() and (cal.replicates == 100).all()
+
+
+@needs_model
+def test_escape_slope_table(out):
+    s = pd.read_csv(out / "escape_slope.csv").iloc[0]
+    assert s.delta_quantile == sorted(DELTA_Q)[len(DELTA_Q) // 2] and s.chains == len(TEMPS) * CHAINS and s.starts == PAIRS
+    assert 0 <= s.censored <= s.chains
+    if np.isfinite(s.slope):  # a finite censored fit: its interval holds it
+        assert s.slope_low <= s.slope <= s.slope_high
+    else:                     # escapes at fewer than two temperatures: no finite maximum, and the check says so
+        assert np.isnan(s.slope_low) and np.isnan(s.slope_high)
+        check = pd.read_csv(out / "checks.csv").query("check.str.contains('escape time grows')").iloc[0]
+        assert check.rule_says == "not computable" and check.outcome == "inconclusive"
+    e = pd.read_csv(out / "escape_fraction.csv").query("delta_quantile == @s.delta_quantile")
+    assert s.censored == (e.chains - e.reached).sum()         # a chain that never reaches δ is censored
+    assert (out / "escape_time.png").is_file() and len(pd.read_csv(out / "escape_calibration.csv")) == 2
 
 
 @needs_model

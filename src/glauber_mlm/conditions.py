@@ -177,27 +177,51 @@ def _censored_dwell_mle(x: np.ndarray, d: np.ndarray, cens: np.ndarray, start: n
     return minimize(nll, start, jac=True, method="BFGS").x
 
 
+def _censored_dwell_mle_weighted(x: np.ndarray, d: np.ndarray, cens: np.ndarray, w: np.ndarray, start: np.ndarray,
+                                 iterations: int = 100) -> np.ndarray:
+    """`_censored_dwell_mle` for many weightings of the rows at once (w (K, rows), e.g. bootstrap counts): (K, 2) of
+    (c, b), by damped Newton steps on the concave log-likelihood in η = c·x + b (its second derivative in η is
+    −stay·λ + escaped·λ·f′(λ) with f(λ) = λ/(e^λ − 1), both ≤ 0)."""
+    X = np.stack([x, np.ones_like(x)], 1)                               # (rows, 2)
+    stay, esc = d - 1 + cens, (~cens).astype(float)
+    theta = np.tile(np.asarray(start, float), (w.shape[0], 1))
+    for _ in range(iterations):
+        lam = np.exp(-(theta @ X.T))                                    # (K, rows)
+        em1 = np.expm1(lam)
+        g = lam * stay - esc * lam / np.maximum(em1, 1e-300)           # d ll / d η
+        h = -stay * lam + esc * lam * (em1 - lam * (em1 + 1)) / np.maximum(em1, 1e-300) ** 2
+        G = (w * g) @ X                                                 # (K, 2)
+        H = np.einsum("kr,ri,rj->kij", w * h, X, X) - 1e-12 * np.eye(2)
+        step = np.linalg.solve(H, G[..., None])[..., 0]                 # Newton: θ − H⁻¹G
+        size = np.linalg.norm(step, axis=1, keepdims=True)
+        theta = theta - step * np.minimum(1.0, 2.0 / np.maximum(size, 1e-300))
+        if size.max() < 1e-10:
+            break
+    return theta
+
+
 def fit_censored_dwell(x, dwell, censored, groups, level: float = 0.95, n_boot: int = 300, seed: int = 0
                        ) -> dict[str, float]:
     """log E[dwell] ≈ c·x + b for geometric dwells with right-censoring (a dwell still running at the end of its chain
     counts as "at least this long", never as an escape), by maximum likelihood (`_censored_dwell_mle`); the interval
-    for c resamples the independent units `groups` (chains) with replacement (percentile bootstrap)."""
+    for c resamples the independent units `groups` (chains) with replacement (percentile bootstrap). With escapes at
+    fewer than two values of x the likelihood grows without bound (nan), and such resamples are left out."""
     x, d = np.asarray(x, float), np.asarray(dwell, float)
     cens, groups = np.asarray(censored, bool), np.asarray(groups)
     nan = float("nan")
-    if x.size < 3 or np.ptp(x) == 0 or cens.all():
+    if x.size < 3 or np.unique(x[~cens]).size < 2:  # escapes at one x only: the likelihood has no finite maximum
         return dict(slope=nan, slope_low=nan, slope_high=nan, intercept=nan, count=int(x.size), censored=int(cens.sum()))
     start = np.array([0.0, float(np.log(d.mean()))])
     c, b = _censored_dwell_mle(x, d, cens, start)
-    units = np.unique(groups)
-    members = [np.flatnonzero(groups == u) for u in units]
+    units, unit_of = np.unique(groups, return_inverse=True)
     rng = np.random.default_rng(seed)
-    boots = []
-    for _ in range(n_boot):
-        k = np.concatenate([members[i] for i in rng.integers(0, units.size, units.size)])
-        if np.ptp(x[k]) > 0 and not cens[k].all():
-            boots.append(_censored_dwell_mle(x[k], d[k], cens[k], np.array([c, b]))[0])
+    picks = np.stack([rng.integers(0, units.size, units.size) for _ in range(n_boot)])   # units drawn per replicate
+    w = np.stack([np.bincount(p, minlength=units.size) for p in picks])[:, unit_of].astype(float)  # (n_boot, rows)
+    used = w > 0
+    seen = used & ~cens                                                 # escapes at two x or more (a finite maximum)
+    ok = np.where(seen, x, np.inf).min(1) < np.where(seen, x, -np.inf).max(1)
+    boots = _censored_dwell_mle_weighted(x, d, cens, w[ok], np.array([c, b]))[:, 0]
     tail = (1 - level) / 2
-    low, high = np.quantile(boots, [tail, 1 - tail]) if boots else (nan, nan)
+    low, high = np.quantile(boots, [tail, 1 - tail]) if boots.size else (nan, nan)
     return dict(slope=float(c), slope_low=float(low), slope_high=float(high), intercept=float(b), count=int(x.size),
                 censored=int(cens.sum()))

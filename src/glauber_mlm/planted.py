@@ -337,3 +337,141 @@ def paired_difference_calibration(units: int, difference_sd: float, effect: floa
     return calibrate(lambda d: paired_difference(d, np.zeros_like(d))["above"], draw(effect), draw(0.0), replicates,
                      seed=seed, calibrated_on=(f"{units} units, paired differences with sd {difference_sd:.3f}: mean "
                                                f"{effect:g} / mean 0"))
+
+
+# ---- notebook 03: traps against a matched-rate null, and escape times against 1/τ ----
+
+def jitter_draws(rng: np.random.Generator, shape, dim: int, jitter: float = 1.0) -> np.ndarray:
+    """Planted one-token jitter: N(0, (jitter²/dim)·I) vectors in R^dim (norm ≈ `jitter`), shape (*shape, dim)."""
+    return rng.normal(0.0, jitter / np.sqrt(dim), (*tuple(np.atleast_1d(shape)), dim))
+
+
+def well_trajectories(rng: np.random.Generator, rates, steps: int, record_every: int, wells: bool, dim: int = 16,
+                      jitter: float = 1.0, separation: float = 10.0, well_steps: float | None = None
+                      ) -> tuple[np.ndarray, np.ndarray]:
+    """Embedding-like trajectories (records (R, B, dim), recorded steps 0, k, 2k, …) of B chains that edit a token with
+    per-step probability rates[b], the page's change rates.
+
+    No well (wells=False): every edit moves the embedding by a jitter draw, e_t = e_0 + Σ_edits ξ (a random walk).
+    Two wells: e_t = c_w(t) + η, with η ~ N(0, jitter²/(2·dim)·I) redrawn at each edit (so one edit moves the
+    embedding by a jitter draw in law, and it never leaves the jitter of its well's centre), and an edit moves to
+    the other well (centres `separation`·jitter apart) with probability 1/(rate·well_steps), so that a well lasts
+    `well_steps` steps on average (default steps/3). Exact in law at the records."""
+    rates = np.asarray(rates, dtype=float)
+    recorded = np.arange(0, steps + 1, record_every)
+    R, B = recorded.size, rates.size
+    edits = rng.binomial(np.diff(recorded)[:, None], rates[None, :])            # (R−1, B) edits between records
+    if not wells:
+        moves = jitter_draws(rng, (R - 1, B), dim, jitter) * np.sqrt(edits)[..., None]
+        return np.concatenate([np.zeros((1, B, dim)), np.cumsum(moves, 0)]), recorded
+    hop = np.minimum(1.0, 1.0 / (np.maximum(rates, 1e-12) * (steps / 3 if well_steps is None else well_steps)))
+    flips = rng.random((R - 1, B)) < (1 - (1 - 2 * hop) ** edits) / 2             # an odd number of hops
+    well = np.concatenate([np.zeros((1, B), int), np.cumsum(flips, 0) % 2])
+    redrawn = np.concatenate([np.ones((1, B), bool), edits > 0])
+    last = np.maximum.accumulate(np.where(redrawn, np.arange(R)[:, None], 0), axis=0)
+    eta = jitter_draws(rng, (R, B), dim, jitter / np.sqrt(2))[last, np.arange(B)]
+    centre = np.zeros((R, B, dim))
+    centre[..., 0] = separation * jitter * (well - 0.5)
+    return centre + eta, recorded
+
+
+def trap_criterion_calibration(rates, steps: int, record_every: int, min_dwell: int, levels, level: float,
+                               jitter_sample: int, replicates: int = 100, dim: int = 16, seed: int = 0):
+    """Power and size of notebook 03's trap criterion at its design, at radius quantile `level` and across the panel
+    `levels`: returns (criterion Calibration, panel Calibration).
+
+    One replicate: a sample of `jitter_sample` planted one-token jitters gives the radii (their `levels` quantiles,
+    the page's rule); chains at the page's change `rates` (`well_trajectories`) and their matched-rate null (no-well
+    chains at the same rates) are scanned for traps (`semantic.chain_traps`, `min_dwell`); the criterion passes
+    when the 95 % bootstrap lower bound (`stats.bootstrap_ci` over chains) of the mean paired difference in time
+    trapped is above zero; the panel rule when the criterion passes at more than half of the radii. Planted truth:
+    two-well chains; planted null: no-well chains (no structure beyond the edit rate)."""
+    from .checks import Calibration
+    from .semantic import calibrated_thresholds, time_trapped_at
+    from .stats import bootstrap_ci
+
+    rates, levels = np.asarray(rates, float), [float(q) for q in levels]
+    B = rates.size
+
+    def lower_bounds(rng: np.random.Generator, wells: bool) -> np.ndarray:
+        radii = calibrated_thresholds(np.linalg.norm(jitter_draws(rng, jitter_sample, dim), axis=-1), levels)
+        chains, rec = well_trajectories(rng, rates, steps, record_every, wells, dim)
+        null, _ = well_trajectories(rng, rates, steps, record_every, False, dim)
+        both = np.concatenate([chains, null], 1)
+        frac = time_trapped_at(both, rec, radii, min_dwell, steps)                      # (radii, 2B)
+        return np.array([bootstrap_ci(f[:B] - f[B:], seed=int(rng.integers(2**31)))[1] for f in frac])
+
+    truth_rng, null_rng = (np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(2))
+    truth = np.array([lower_bounds(truth_rng, True) for _ in range(replicates)])
+    null = np.array([lower_bounds(null_rng, False) for _ in range(replicates)])
+    k = levels.index(float(level))
+    on = (f"planted embedding trajectories (R^{dim}) at these {B} chains' change rates, {steps} steps: two wells / "
+          f"no well (a random walk of one-token jitters), each against a no-well matched-rate null")
+    criterion = Calibration(float(np.mean(truth[:, k] > 0)), float(np.mean(null[:, k] > 0)), replicates, on)
+    panel = Calibration(float(np.mean((truth > 0).sum(1) > len(levels) / 2)),
+                        float(np.mean((null > 0).sum(1) > len(levels) / 2)), replicates, on)
+    return criterion, panel
+
+
+def arrhenius_escapes(rng: np.random.Generator, temperatures, chains: int, starts: int, reach_steps: int,
+                      record_every: int, slope: float, intercept: float, start_sd: float = 0.5):
+    """Planted escape times at notebook 03's escape design (`chains` chains per temperature, chain j from start
+    j mod `starts`): per-step escape hazard λ = exp(−(slope/τ + intercept + u_start)), u_start ~ N(0, start_sd²) a
+    start's own offset, so log escape time is linear in 1/τ with slope `slope`; the escape step is geometric, seen
+    at the first record at or after it and censored at the last record. Returns (1/τ, time, escaped, start), one
+    entry per chain, temperature by temperature."""
+    temps = np.repeat(np.asarray(temperatures, float), chains)
+    start = np.tile(np.arange(chains) % starts, len(temperatures))
+    u = rng.normal(0.0, start_sd, starts)[start]
+    lam = np.exp(-(slope / temps + intercept + u))
+    step = rng.geometric(-np.expm1(-lam)).astype(float)
+    last = (reach_steps // record_every) * record_every
+    seen = np.ceil(step / record_every) * record_every
+    escaped = seen <= last
+    return 1 / temps, np.where(escaped, seen, last), escaped, start
+
+
+def arrhenius_truth(temperatures, reach_steps: int, low_median: float = 2.0, high_median: float = 0.1):
+    """(slope, intercept) of the planted truth: median escape time `low_median`·reach_steps at the lowest τ and
+    `high_median`·reach_steps at the highest (a geometric escape with hazard λ has median ≈ ln 2/λ)."""
+    x = 1 / np.asarray(temperatures, float)
+    slope = np.log(low_median / high_median) / (x.max() - x.min())
+    return float(slope), float(np.log(high_median * reach_steps / np.log(2)) - slope * x.min())
+
+
+def escape_calibrations(temperatures, chains: int, starts: int, reach_steps: int, record_every: int,
+                        replicates: int = 200, n_boot: int = 300, start_sd: float = 0.5, seed: int = 0):
+    """Power and size of notebook 03's two escape rules at its design: returns (Wilson Calibration, slope
+    Calibration).
+
+    Wilson rule: the share of chains that escape at the lowest τ lies below the share at the highest, Wilson 95 %
+    intervals apart. Slope rule: the 95 % lower bound of the censored slope of log escape time on 1/τ
+    (`conditions.fit_censored_dwell`, bootstrap over starts) is above zero. Planted truth (`arrhenius_escapes`):
+    median escape 2·reach_steps at the lowest τ and reach_steps/10 at the highest, log time linear in 1/τ in
+    between (`arrhenius_truth`); planted null: slope 0, the median at every τ their geometric mean."""
+    from .checks import calibrate
+    from .conditions import fit_censored_dwell
+    from .stats import proportion_ci
+
+    temps = np.asarray(temperatures, float)
+    lo, hi = int(np.argmin(temps)), int(np.argmax(temps))
+    slope, intercept = arrhenius_truth(temps, reach_steps)
+    flat = intercept + slope * float(np.mean([1 / temps.max(), 1 / temps.min()]))
+
+    def draw(m: float, b: float):
+        return lambda rng: arrhenius_escapes(rng, temps, chains, starts, reach_steps, record_every, m, b, start_sd)
+
+    def wilson(sample) -> bool:
+        escaped = sample[2].reshape(len(temps), chains)
+        a, b = (proportion_ci(int(escaped[k].sum()), chains) for k in (lo, hi))
+        return bool(a[2] < b[1])
+
+    def positive_slope(sample) -> bool | None:
+        x, t, escaped, start = sample
+        low = fit_censored_dwell(x, t, ~escaped, start, n_boot=n_boot, seed=0)["slope_low"]
+        return None if not np.isfinite(low) else bool(low > 0)
+
+    on = (f"planted censored escape times, {chains} chains × {len(temps)} τ from {starts} starts (start sd "
+          f"{start_sd:g} in log time), {reach_steps} steps: log time linear in 1/τ, slope {slope:.3g} / slope 0")
+    return (calibrate(wilson, draw(slope, intercept), draw(0.0, flat), replicates, on, seed=seed),
+            calibrate(positive_slope, draw(slope, intercept), draw(0.0, flat), replicates, on, seed=seed))

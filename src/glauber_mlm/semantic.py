@@ -110,6 +110,55 @@ def distance_from_start(emb: np.ndarray) -> np.ndarray:
     return np.linalg.norm(emb - emb[0:1], axis=-1)
 
 
+def _scan_traps(emb: np.ndarray, steps: np.ndarray, radius, min_dwell: int) -> list[list[tuple]]:
+    """The scan of `find_traps` on every chain of emb (T, B, d) at once (one lane per chain; `radius` one number or
+    one per chain): per chain, its traps as (start_step, end_step, dwell, escaped, start_index, end_index, records)."""
+    T, B, _ = emb.shape
+    out: list[list[tuple]] = [[] for _ in range(B)]
+    lanes = np.arange(B)
+    s = np.zeros(B, dtype=int)                      # start of each lane's current stretch
+    e = np.zeros(B, dtype=int)                      # its last record so far
+    total, count = emb[0].copy(), np.ones(B)
+    live = np.ones(B, dtype=bool)
+    r2 = np.broadcast_to(np.asarray(radius, dtype=float) ** 2, (B,))
+    while live.any():
+        b = lanes[live]
+        nxt = e[b] + 1
+        ok = nxt < T
+        gap = emb[np.minimum(nxt, T - 1), b] - total[b] / count[b, None]
+        grow = ok & (np.einsum("ij,ij->i", gap, gap) <= r2[b])
+        g = b[grow]                                 # these lanes take the next record
+        e[g] += 1
+        total[g] += emb[e[g], g]
+        count[g] += 1
+        c = b[~grow]                                # these lanes close their stretch
+        if c.size:
+            dwell = steps[e[c]] - steps[s[c]]
+            trap = (dwell >= min_dwell) & (e[c] > s[c])
+            for k in c[trap]:
+                out[k].append((int(steps[s[k]]), int(steps[e[k]]), int(steps[e[k]] - steps[s[k]]), bool(e[k] + 1 < T),
+                               int(s[k]), int(e[k]), int(e[k] - s[k] + 1)))
+            s[c] = np.where(trap, e[c] + 1, s[c] + 1)
+            live[c] = s[c] < T
+            c = c[live[c]]
+            e[c], total[c], count[c] = s[c], emb[s[c], c], 1
+    return out
+
+
+def _trap_input(emb: np.ndarray, steps: np.ndarray, radius: float, min_dwell: int, ndim: int):
+    emb = np.asarray(emb, dtype=float)
+    steps = np.asarray(steps)
+    if emb.ndim != ndim or steps.ndim != 1 or emb.shape[0] != steps.shape[0]:
+        shape = "(T, d)" if ndim == 2 else "(T, B, d)"
+        raise ValueError(f"need emb {shape} and steps (T,), got {emb.shape} and {steps.shape}.")
+    min_dwell = check_int("min_dwell", min_dwell, 0)
+    if not np.isfinite(radius) or radius <= 0:
+        raise ValueError(f"need a finite radius > 0, got radius={radius}.")
+    if np.any(np.diff(steps) <= 0):
+        raise ValueError("steps must increase strictly.")
+    return emb, steps, min_dwell
+
+
 def find_traps(emb: np.ndarray, steps: np.ndarray, radius: float, min_dwell: int) -> pd.DataFrame:
     """Traps of one trajectory: maximal stretches within `radius` of their running centre for ≥ `min_dwell` steps.
 
@@ -118,28 +167,8 @@ def find_traps(emb: np.ndarray, steps: np.ndarray, radius: float, min_dwell: int
     at s + 1. `escaped` is False when the trap lasts to the last record (censored dwell).
     Columns: start_step, end_step, dwell (= end_step − start_step), escaped, start_index, end_index, records.
     """
-    emb = np.asarray(emb, dtype=float)
-    steps = np.asarray(steps)
-    if emb.ndim != 2 or steps.ndim != 1 or emb.shape[0] != steps.shape[0]:
-        raise ValueError(f"need emb (T, d) and steps (T,), got {emb.shape} and {steps.shape}.")
-    min_dwell = check_int("min_dwell", min_dwell, 0)
-    if not np.isfinite(radius) or radius <= 0:
-        raise ValueError(f"need a finite radius > 0, got radius={radius}.")
-    if np.any(np.diff(steps) <= 0):
-        raise ValueError("steps must increase strictly.")
-    T, rows, s = emb.shape[0], [], 0
-    while s < T:
-        total, count, e = emb[s].copy(), 1, s
-        while e + 1 < T and np.linalg.norm(emb[e + 1] - total / count) <= radius:
-            e += 1
-            total += emb[e]
-            count += 1
-        dwell = int(steps[e] - steps[s])
-        if dwell >= min_dwell and e > s:
-            rows.append((int(steps[s]), int(steps[e]), dwell, e + 1 < T, s, e, e - s + 1))
-            s = e + 1
-        else:
-            s += 1
+    emb, steps, min_dwell = _trap_input(emb, steps, radius, min_dwell, 2)
+    rows = _scan_traps(emb[:, None], steps, radius, min_dwell)[0]
     return pd.DataFrame(rows, columns=TRAP_COLUMNS).astype({"escaped": bool})
 
 
@@ -248,16 +277,23 @@ def calibrated_thresholds(distances, levels) -> np.ndarray:
 
 
 def chain_traps(emb: np.ndarray, steps: np.ndarray, radius: float, min_dwell: int) -> pd.DataFrame:
-    """`find_traps` on every chain of a batch: emb (T, B, d) → one table with a leading `chain` column (0..B−1)."""
-    emb = np.asarray(emb, dtype=float)
-    if emb.ndim != 3:
-        raise ValueError(f"need emb (T, B, d), got shape {emb.shape}.")
-    tables = []
-    for b in range(emb.shape[1]):
-        t = find_traps(emb[:, b], steps, radius, min_dwell)
-        t.insert(0, "chain", b)
-        tables.append(t)
-    return pd.concat(tables, ignore_index=True)
+    """`find_traps` on every chain of a batch: emb (T, B, d) → one table with a leading `chain` column (0..B−1).
+    All chains are scanned at once (`_scan_traps`), with the same result as `find_traps` chain by chain."""
+    emb, steps, min_dwell = _trap_input(emb, steps, radius, min_dwell, 3)
+    rows = [(b, *row) for b, chain in enumerate(_scan_traps(emb, steps, radius, min_dwell)) for row in chain]
+    return pd.DataFrame(rows, columns=["chain", *TRAP_COLUMNS]).astype({"chain": int, "escaped": bool})
+
+
+def time_trapped_at(emb: np.ndarray, steps: np.ndarray, radii, min_dwell: int, total_steps: int) -> np.ndarray:
+    """`time_trapped(chain_traps(emb, steps, r, min_dwell), B, total_steps)` at every radius r of `radii` in one
+    scan: emb (T, B, d) → (len(radii), B) fractions of each chain's run spent in traps."""
+    radii = np.asarray(radii, dtype=float).ravel()
+    total_steps = check_int("total_steps", total_steps, 1)
+    for r in radii:
+        emb, steps, min_dwell = _trap_input(emb, steps, r, min_dwell, 3)
+    B = emb.shape[1]
+    lanes = _scan_traps(np.tile(emb, (1, radii.size, 1)), steps, np.repeat(radii, B), min_dwell)
+    return np.array([sum(row[2] for row in lane) for lane in lanes], dtype=float).reshape(radii.size, B) / total_steps
 
 
 def time_trapped(traps: pd.DataFrame, chains: int, total_steps: int) -> np.ndarray:

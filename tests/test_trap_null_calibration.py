@@ -1,0 +1,93 @@
+"""Notebook 03's checks calibrated on planted truths: the trap criterion on planted two-well against no-well embedding
+trajectories with the same edit rate, and the escape rules on planted censored escape times with a known slope in
+1/τ. Known answers: the rules pass where the planted law has wells (a slope) and fail where it has none."""
+import numpy as np
+import pytest
+
+from glauber_mlm import conditions, planted, semantic
+from glauber_mlm.stats import bootstrap_ci
+
+
+def test_planted_trajectories_move_by_one_jitter_per_edit_and_only_the_wells_hold_them():
+    rng = np.random.default_rng(0)
+    x, rec = planted.well_trajectories(rng, [0.0, 1.0], 400, 1, wells=False, dim=32)
+    assert rec.tolist() == list(range(401)) and x.shape == (401, 2, 32)
+    assert np.all(x[:, 0] == 0)                               # no edits: the embedding never moves
+    steps = np.linalg.norm(np.diff(x[:, 1], axis=0), axis=-1)  # one edit per step: a jitter draw of norm ≈ 1
+    assert abs(steps.mean() - 1) < 0.05
+    assert np.linalg.norm(x[-1, 1]) > 10                      # a random walk of 400 jitters: √400 = 20 away
+    w, _ = planted.well_trajectories(rng, [1.0], 400, 1, wells=True, dim=32, separation=10, well_steps=100)
+    within = np.linalg.norm(np.diff(w[:, 0], axis=0), axis=-1)
+    same = np.sign(w[1:, 0, 0]) == np.sign(w[:-1, 0, 0])
+    assert abs(within[same].mean() - 1) < 0.05                 # an edit inside a well moves it by a jitter draw too
+    assert 1 <= (~same).sum() <= 12                           # and hops are rare: about 400 / 100 of them
+    assert np.abs(np.abs(w[:, 0, 0]) - 5).max() < 2            # always near a centre at ±5 jitters
+
+
+def test_time_trapped_at_many_radii_equals_the_detector_radius_by_radius():
+    rng = np.random.default_rng(1)
+    x, rec = planted.well_trajectories(rng, [0.05, 0.1, 0.2], 600, 10, wells=False)
+    radii = [0.5, 1.0, 1.5]
+    at = semantic.time_trapped_at(x, rec, radii, 50, 600)
+    one = [semantic.time_trapped(semantic.chain_traps(x, rec, r, 50), 3, 600) for r in radii]
+    assert np.allclose(at, one) and at.shape == (3, 3)
+    for b in range(3):  # the batched scan is the single-chain detector
+        assert semantic.find_traps(x[:, b], rec, 1.0, 50).dwell.sum() / 600 == pytest.approx(at[1, b])
+
+
+def test_the_trap_criterion_passes_on_two_wells_and_fails_without_wells():
+    rates = np.full(8, 0.08)
+    cal, panel = planted.trap_criterion_calibration(rates, 1000, 10, 100, [0.5, 0.9, 0.99], 0.9, 256, replicates=30)
+    assert cal.power >= 0.9 and cal.size <= 0.15 and panel.power >= 0.9 and panel.size <= 0.15
+    assert cal.decisive == (cal.power >= 0.8 and cal.size <= 0.1)
+
+
+def test_bootstrap_ci_draws_as_one_call_per_resample():
+    v = np.random.default_rng(2).normal(size=9)
+    rng = np.random.default_rng(5)
+    loop = np.array([v[rng.integers(0, 9, 9)].mean() for _ in range(300)])
+    est, lo, hi = bootstrap_ci(v, n_boot=300, seed=5)
+    assert est == pytest.approx(v.mean()) and lo == pytest.approx(np.quantile(loop, 0.025))
+    assert hi == pytest.approx(np.quantile(loop, 0.975))
+    assert bootstrap_ci(v, np.median, n_boot=300, seed=5)[1] <= np.median(v)
+
+
+def test_the_censored_slope_recovers_a_planted_slope_and_its_interval_is_over_starts():
+    temps = [0.05, 0.1, 0.25, 0.5, 1.0, 2.0]
+    slope, intercept = planted.arrhenius_truth(temps, 500)
+    assert slope > 0
+    rng = np.random.default_rng(3)
+    x, t, escaped, start = planted.arrhenius_escapes(rng, temps, 200, 8, 500, 10, slope, intercept, start_sd=0.0)
+    assert t.max() == 500 and (t[~escaped] == 500).all() and (t % 10 == 0).all() and (~escaped).any()
+    fit = conditions.fit_censored_dwell(x, t, ~escaped, start, n_boot=200)
+    assert fit["slope_low"] <= slope <= fit["slope_high"] and fit["slope_low"] > 0
+    _, t0, e0, s0 = planted.arrhenius_escapes(rng, temps, 200, 8, 500, 10, 0.0, intercept + slope, start_sd=0.0)
+    flat = conditions.fit_censored_dwell(x, t0, ~e0, s0, n_boot=200)
+    assert flat["slope_low"] <= 0 <= flat["slope_high"]
+
+
+def test_the_weighted_newton_fit_is_the_maximum_likelihood_fit():
+    rng = np.random.default_rng(4)
+    x = rng.uniform(0, 5, 80)
+    d, cens = planted.censored_dwells(rng, x, rng.integers(5, 500, 80), c=0.6, b=0.5)
+    start = np.array([0.0, np.log(d.mean())])
+    one = conditions._censored_dwell_mle(x, d, cens, start)
+    w = np.stack([np.ones(80), rng.integers(0, 3, 80)]).astype(float)
+    both = conditions._censored_dwell_mle_weighted(x, d, cens, w, one)
+    assert np.allclose(both[0], one, atol=1e-4)
+    k = np.repeat(np.arange(80), w[1].astype(int))             # weights are repeated rows
+    assert np.allclose(both[1], conditions._censored_dwell_mle(x[k], d[k], cens[k], one), atol=1e-4)
+
+
+def test_escapes_at_one_temperature_only_have_no_finite_slope():
+    x = np.repeat([10.0, 1.0], 4)
+    d = np.array([28, 28, 28, 28, 4, 8, 28, 28.0])
+    cens = np.array([1, 1, 1, 1, 0, 0, 1, 1], bool)           # every chain at the low τ (x = 10) censored
+    assert np.isnan(conditions.fit_censored_dwell(x, d, cens, np.tile([0, 1], 4), n_boot=50)["slope"])
+
+
+def test_the_escape_rules_pass_with_a_slope_and_fail_without_one_at_the_cpu_design():
+    wilson, slope = planted.escape_calibrations([0.05, 0.1, 0.25, 0.5, 1.0, 2.0], 16, 8, 500, 10, replicates=40)
+    assert wilson.power >= 0.85 and wilson.size <= 0.1 and slope.power >= 0.85 and slope.size <= 0.15
+    tiny, _ = planted.escape_calibrations([0.1, 1.0], 2, 2, 30, 4, replicates=40)
+    assert not tiny.decisive                                  # two chains per τ cannot separate Wilson intervals
