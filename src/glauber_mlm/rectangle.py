@@ -178,3 +178,16 @@ def float64_twin(mlm):
     twin._lowp, twin.cast_weights = {}, False  # never build low-precision copies of the twin
     twin.name = f"{mlm.name} (float64)"
     return twin
+
+
+def noise_tolerance(compatible_max: float, forward_noise: float = 0.0, safety: float = 10.0) -> float:
+    """The certification threshold of notebooks 00 and 01, for ρ and for the Arnold–Press residual alike:
+    tol = safety · max(largest value on a compatible model, largest |fp32 − float64| change of the model's forward).
+
+    An exact model's logits are float64 rounded once to float32, so its forward adds nothing (forward_noise = 0);
+    an MLM's fp32 forward also carries the rounding of every layer, measured with `float64_twin`."""
+    if not safety >= 1:
+        raise ValueError(f"safety must be ≥ 1 (a multiple of the noise), got {safety!r}.")
+    if not (0 <= compatible_max < float("inf") and 0 <= forward_noise < float("inf")):
+        raise ValueError(f"noise levels must be finite and ≥ 0, got {compatible_max!r}, {forward_noise!r}.")
+    return float(safety * max(compatible_max, forward_noise))

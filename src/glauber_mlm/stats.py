@@ -18,6 +18,53 @@ def bootstrap_ci(values, statistic=np.mean, level: float = 0.95, n_boot: int = 2
     return float(statistic(values)), float(np.quantile(boots, tail)), float(np.quantile(boots, 1 - tail))
 
 
+def unit_resamples(units, n_boot: int, seed: int = 0) -> list[np.ndarray]:
+    """`n_boot` bootstrap resamples of the rows: the independent units (`units[r]` is row r's) drawn with replacement,
+    each bringing all its rows, as arrays of row indices."""
+    labels, inverse = np.unique(np.asarray(units), return_inverse=True)
+    if labels.size < 2:
+        raise ValueError(f"a bootstrap over units needs at least two independent units to resample, got {labels.size}.")
+    members = [np.flatnonzero(inverse == k) for k in range(labels.size)]
+    rng = np.random.default_rng(seed)
+    return [np.concatenate([members[k] for k in rng.integers(0, labels.size, labels.size)]) for _ in range(n_boot)]
+
+
+def _percentile_interval(estimate: float, boots, level: float) -> tuple[float, float, float]:
+    tail = (1 - level) / 2
+    low, high = np.nanquantile(np.asarray(boots, float), [tail, 1 - tail])
+    return float(estimate), float(min(low, estimate)), float(max(high, estimate))
+
+
+def unit_bootstrap_ci(units, statistic, level: float = 0.95, n_boot: int = 1000, seed: int = 0
+                      ) -> tuple[float, float, float]:
+    """(estimate, low, high): statistic(rows) on every row, and its percentile interval when the independent units
+    (contexts, chains, documents: `units[r]` is row r's) are resampled with replacement (`unit_resamples`)."""
+    boots = [statistic(k) for k in unit_resamples(units, n_boot, seed)]
+    return _percentile_interval(statistic(np.arange(len(units))), boots, level)
+
+
+def spearman_ci(x, y, units, level: float = 0.95, n_boot: int = 1000, seed: int = 0) -> tuple[float, float, float]:
+    """(r_s, low, high): Spearman's rank correlation of x and y, with its percentile interval from resampling the
+    independent `units` (`unit_resamples`): rows that share a unit (the rectangles of one context) are never split."""
+    from scipy.stats import rankdata
+
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    if x.shape != y.shape or x.ndim != 1 or len(units) != x.size:
+        raise ValueError(f"spearman_ci needs x, y and units of one length, got {x.shape}, {y.shape}, {len(units)}.")
+
+    def rows_corr(k: np.ndarray) -> np.ndarray:  # Spearman of each row of index matrix k: Pearson of the ranks
+        rx, ry = rankdata(x[k], axis=-1), rankdata(y[k], axis=-1)
+        rx, ry = rx - rx.mean(-1, keepdims=True), ry - ry.mean(-1, keepdims=True)
+        return (rx * ry).sum(-1) / np.sqrt((rx**2).sum(-1) * (ry**2).sum(-1))
+
+    resamples = unit_resamples(units, n_boot, seed)
+    if len({k.size for k in resamples}) == 1:  # units of one size: every resample in one batch
+        boots = rows_corr(np.stack(resamples))
+    else:
+        boots = [rows_corr(k) for k in resamples]
+    return _percentile_interval(float(rows_corr(np.arange(x.size))), boots, level)
+
+
 def censored_median(times, met) -> float:
     """Median coupling time when censored pairs (never met) count as +∞; inf if half or more are censored."""
     t = np.where(np.asarray(met, bool), np.asarray(times, float), np.inf)
