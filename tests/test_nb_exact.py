@@ -65,19 +65,32 @@ def test_smoke_tables(smoke_output):
 
     rect = read_table(out, "rectangle_calibration").set_index("model")
     compat = rect[rect.closed_form == "ρ = 0"]
-    assert len(compat) == 2 and (compat.max_abs_error < 1e-4).all() and (compat.fraction_above_tol == 0).all()
+    assert len(compat) == 3 and (compat.max_abs_error < 1e-4).all() and (compat.fraction_above_tol == 0).all()
+    # one rule (rectangle.noise_tolerance): 10 × the reference's noise for exact models; the MLM's adds its forward's
+    ref = rect.loc["random symmetric pairwise (compatible)"]
+    assert np.allclose(compat.tolerance, 10 * ref.max_abs_error)
     inc = rect.loc["random pairwise (incompatible)"]
-    assert inc.max_abs_error < 1e-4 and inc.fraction_above_tol == 1
+    assert inc.max_abs_error < 1e-4 and inc.fraction_above_tol == 1 and inc.closed_form == "−Δ²(Wᵢⱼ − Wⱼᵢᵀ)"
     mlm = rect[rect.index.str.startswith("MLM")].iloc[0]
-    assert mlm.median_abs_rho > 100 * mlm.tolerance
+    assert mlm.median_abs_rho > 100 * mlm.tolerance and mlm.tolerance >= ref.tolerance
 
     infl = read_table(out, "influence_calibration")
+    assert not infl.quantity.str.contains("_").any()  # unicode, never raw subscripts
     ising = infl[infl.truth_source == "closed form"]
     assert (ising.abs_error < 1e-4).all()
     total = ising[ising.quantity == "total influence"]
     assert np.allclose(total.measured, np.tanh(1.0 / total.temperature), atol=1e-4)
     bound = infl[infl.truth_source != "closed form"]
     assert (bound.measured <= bound.truth + 1e-6).all()
+
+    checks = read_table(out, "checks").set_index("check")
+    decided = checks[checks.outcome != "inconclusive"]
+    assert ((decided.power >= 0.8) & (decided["size"] <= 0.1)).all()
+    # the exact identities are calibrated against a planted wrong closed form / J: they decide at any design
+    for name in ("the incompatible toy matches its closed form within the tolerance",
+                 "the measured Ising influence equals tanh(J/τ)/2 and tanh(J/τ) to within 1e-05"):
+        assert checks.loc[name, "outcome"] == "pass" and checks.loc[name, "size"] == 0
+    assert checks.filter(like="slow-down", axis=0).replicates.iloc[0] == 20
 
     prov = json.loads((out / "provenance.json").read_text())
     assert prov["profile"] == "smoke"
