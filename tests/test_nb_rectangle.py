@@ -19,7 +19,7 @@ def out(tmp_path_factory):
 
 def test_rectangles_table(out):
     r = pd.read_csv(out / "rectangles.csv")
-    assert list(r.columns[:7]) == ["model", "i", "j", "rho", "abs_rho", "influence", "certified"]
+    assert list(r.columns[:8]) == ["model", "context", "i", "j", "rho", "abs_rho", "influence", "certified"]
     assert len(r) == 12 * 3  # smoke: contexts × per_passage
     assert (r.i != r.j).all() and r.i.between(0, 9).all() and r.j.between(0, 9).all()
     assert (r.abs_rho >= 0).all() and np.allclose(r.abs_rho, r.rho.abs())
@@ -59,6 +59,10 @@ def test_influence_tables(out):
     assert ((bins.ci_low <= bins.median_abs_rho) & (bins.median_abs_rho <= bins.ci_high)).all()
     corr = pd.read_csv(out / "influence_correlation.csv").iloc[0]
     assert -1 <= corr.ci_low <= corr.spearman <= corr.ci_high <= 1
+    # the interval resamples contexts (12 in smoke, 3 rectangles each), not rectangles
+    assert corr.contexts == 12 and corr.rectangles == 36 and corr.context_sd_log_rho > 0
+    r = pd.read_csv(out / "rectangles.csv")
+    assert (r.context.value_counts() == 3).all() and r.context.nunique() == 12
     for fig in ("rho_distribution", "fraction_against_temperature", "rho_against_influence"):
         assert (out / f"{fig}.png").is_file()
 
@@ -67,7 +71,7 @@ def test_compatibility_tables_agree_with_the_rectangles(out):
     r = pd.read_csv(out / "rectangles.csv")
     c = pd.read_csv(out / "compatibility.csv")
     s = pd.read_csv(out / "compatibility_summary.csv").iloc[0]
-    assert list(c.columns) == ["model", "i", "j", "abs_rho", "certified", "rms", "flagged"]
+    assert list(c.columns) == ["model", "context", "i", "j", "abs_rho", "certified", "rms", "flagged"]
     assert len(c) == s.pairs == 36 and s.k == 4  # smoke: every rectangle's (context, i, j), top-4 candidates
     assert np.allclose(c.abs_rho, r.abs_rho) and (c[["i", "j"]].to_numpy() == r[["i", "j"]].to_numpy()).all()
     assert np.isfinite(c.rms).all() and (c.rms >= 0).all()
@@ -77,10 +81,23 @@ def test_compatibility_tables_agree_with_the_rectangles(out):
     shares = [s.both, s.rectangle_only, s.residual_only, s.neither]
     assert sum(shares) == pytest.approx(1) and s.both == pytest.approx((c.certified & c.flagged).mean())
     assert s.flagged_given_certified == pytest.approx(c.flagged[c.certified].mean())
+    assert s.flagged == pytest.approx(c.flagged.mean())
     assert -1 <= s.ci_low <= s.spearman <= s.ci_high <= 1
     # the embedded MLM is incompatible over its top-k candidates too: the residual is far above its noise
     assert s.median_rms > 100 * s.tolerance
     assert (out / "residual_against_rho.png").is_file()
+
+
+def test_every_check_that_decides_is_calibrated(out):
+    cal = pd.read_csv(out / "calibration.csv")
+    assert set(cal.rule) == {"certified share", "Arnold–Press residual", "Spearman(|ρ|, influence)"}
+    assert cal.power.between(0, 1).all() and cal["size"].between(0, 1).all() and (cal.replicates >= 10).all()
+    checks = pd.read_csv(out / "checks.csv").set_index("check")
+    decided = checks[checks.outcome != "inconclusive"]
+    assert ((decided.power >= 0.8) & (decided["size"] <= 0.1)).all()
+    spearman = checks.loc["the Spearman correlation of |ρ| with influence has a 95% interval above zero for every model"]
+    residual = checks.loc["the Arnold–Press residual flags at least nine in ten of the pairs, for every model"]
+    assert spearman.replicates == 20 and residual.replicates == 10
 
 
 def test_a_length_the_model_cannot_take_stops_the_first_cell(tmp_path):
