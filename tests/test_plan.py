@@ -400,7 +400,7 @@ def test_the_plan_runs_the_notebooks_own_counting_rule(tmp_path):
         plan(["90_toy"], "cpu", overrides={"stepz": 7}, notebooks_dir=tmp_path)
     # a notebook without a plan cell is refused, naming what to add
     (tmp_path / "91_bare.py").write_text(TOY.replace('# %% tags=["plan"]', "# %%").replace("90_toy", "91_bare"))
-    assert has_plan("90_toy", tmp_path) and not has_plan("91_bare", tmp_path)
+    assert has_plan("90_toy", tmp_path) and not has_plan("91_bare", tmp_path) and not has_plan("92_absent", tmp_path)
     with pytest.raises(ValueError, match="91_bare.py has no cell tagged 'plan'.*planned_work"):
         plan(["91_bare"], "cpu", notebooks_dir=tmp_path)
 

@@ -170,8 +170,9 @@ def plan_cell(src: Path) -> str | None:
 
 
 def has_plan(name: str, notebooks_dir: Path = NOTEBOOKS) -> bool:
-    """Whether notebook `name` declares its work (a cell tagged "plan")."""
-    return plan_cell(notebook_source(name, notebooks_dir)) is not None
+    """Whether notebook `name` exists in `notebooks_dir` and declares its work (a cell tagged "plan")."""
+    src = Path(notebooks_dir) / f"{name.removesuffix('.py')}.py"
+    return src.is_file() and plan_cell(src) is not None
 
 
 def planned_work(name: str, notebooks_dir: Path = NOTEBOOKS) -> Callable[[dict], list[Work]]:
