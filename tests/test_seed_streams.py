@@ -22,7 +22,10 @@ def test_unknown_stream_and_bad_index_are_refused():
         stream(0, "pair", 8)
     with pytest.raises(TypeError, match="n must be an integer"):
         stream(0, "pairs", 8.0)
-    assert set(NAMED_STREAMS) == {"starts", "chains", "grid pairs", "pairs"}
+    assert set(NAMED_STREAMS) == {"starts", "chains", "grid pairs", "pairs", "tempering calibration", "tempering",
+                                  "plain MH"}
+    assert [stream(2, name) for name in ("tempering calibration", "tempering", "plain MH")] == [
+        2 * 1_000_003 + 5_000_000, 2 * 1_000_003 + 6_000_000, 2 * 1_000_003 + 6_100_000]
 
 
 def test_run_seed_for_uses_the_run_seed(tmp_path):

@@ -92,6 +92,9 @@ NAMED_STREAMS = {
     "chains": 0,          # one seed per chain of a batch, n = the chain's index (a tensor of them)
     "grid pairs": 0,      # the coupled starting pairs of a (τ, n) grid cell, s = the cell's seed index, n = the length
     "pairs": 7_777_777,   # a length's coupled starting pairs (scaling study, diagnostics, L-lag runs), n = the length
+    "tempering calibration": 5_000_000,  # 07's replica-exchange calibration on the two-well model
+    "tempering": 6_000_000,  # 07's replica exchange on the MLM
+    "plain MH": 6_100_000,   # 07's plain MH on the MLM, beside it
 }
 
 
