@@ -154,8 +154,12 @@ def interactive_map(frame, x: str, y: str, group: str, hover: list[str], title: 
                          color_continuous_scale="RdBu_r")
     fig.update_traces(opacity=0.45)
     _add_time_slider(fig, frame, x, y, group, time, hover + (["state"] if text is not None else []))
-    fig.update_layout(template="plotly_white", height=600, margin=dict(l=40, r=20, t=60, b=40),
-                      legend=dict(orientation="h", yanchor="top", y=-0.32))
+    # below the axes, from the top: the play buttons, the slider, the legend; fixed in pixels (height and margins)
+    # so that nothing overlaps at a phone's 400 px, where the legend takes a row per chain and scrolls
+    fig.update_layout(template="plotly_white", height=640, margin=dict(l=40, r=20, t=50, b=220),
+                      title=dict(text=title, x=0, xanchor="left", font=dict(size=14)), modebar=dict(orientation="v"),
+                      legend=dict(orientation="h", yanchor="top", y=-0.66, font=dict(size=11), title_text="",
+                                  maxheight=90))
     return _shipped(fig)
 
 
@@ -187,11 +191,11 @@ def _add_time_slider(fig, frame, x: str, y: str, group: str, time: str, hover: l
     fig.frames = [go.Frame(data=markers(step), traces=moved, name=f"{step:g}") for step in shown]
     play = dict(frame=dict(duration=150, redraw=False), transition=dict(duration=0), fromcurrent=True, mode="immediate")
     fig.update_layout(
-        updatemenus=[dict(type="buttons", showactive=False, x=0, y=-0.08, xanchor="left", yanchor="top",
+        updatemenus=[dict(type="buttons", showactive=False, x=0, y=-0.2, xanchor="left", yanchor="top", direction="left",
                           buttons=[dict(label="▶ play", method="animate", args=[None, play]),
                                    dict(label="❚❚ pause", method="animate",
                                         args=[[None], dict(frame=dict(duration=0, redraw=False), mode="immediate")])])],
-        sliders=[dict(active=0, x=0.16, len=0.84, y=-0.04, yanchor="top", currentvalue=dict(prefix=f"{time} "),
+        sliders=[dict(active=0, x=0, len=1, y=-0.34, yanchor="top", currentvalue=dict(prefix=f"{time} "),
                       steps=[dict(label=f"{step:g}", method="animate",
                                   args=[[f"{step:g}"], dict(frame=dict(duration=0, redraw=False), mode="immediate")])
                              for step in shown])])
