@@ -5,12 +5,12 @@ import pytest
 import torch
 
 from glauber_mlm import exact, metropolis
-from glauber_mlm import tempering as tempering_module
 from glauber_mlm.calibration import chain_counts
 from glauber_mlm.metropolis import pseudo_log_likelihood
 from glauber_mlm.scan_order import all_states
 from glauber_mlm.stats import tv_null_test
-from glauber_mlm.tempering import ladder, replica_exchange, swap_log_ratio, track_round_trips
+from glauber_mlm.tempering import (always_swap, basins_visited, ladder, plain_at_rows, replica_exchange, swap_log_ratio,
+                                   track_round_trips)
 
 N, Q, J = 5, 2, 8.0  # wells all-0 and all-1, each ≈ 1/2; leaving one costs a wall of weight e^{-8}
 ENSEMBLES, RUNGS, ROUNDS, STEPS = 48, 6, 300, 5
@@ -46,11 +46,11 @@ def test_cold_replica_has_the_exact_law_where_plain_mh_does_not(two_wells, tempe
     assert both(tempered.cold) > 0.95 and both(plain.states) < 0.5
 
 
-def test_the_check_rejects_a_wrong_swap_rule(two_wells, monkeypatch):
+def test_the_check_rejects_a_wrong_swap_rule(two_wells):
     """Accepting every swap carries hot states down unweighted: the same test must see the wrong cold law."""
-    monkeypatch.setattr(tempering_module, "swap_log_ratio", lambda *a: torch.zeros(a[0].shape, dtype=torch.float64))
     start = torch.zeros(ENSEMBLES, N, dtype=torch.int64)
-    wrong = replica_exchange(two_wells, start, ladder(1.0, 8.0, RUNGS), ROUNDS // 2, STEPS, seed=0, energy="joint")
+    wrong = replica_exchange(two_wells, start, ladder(1.0, 8.0, RUNGS), ROUNDS // 2, STEPS, seed=0, energy="joint",
+                             swap_rule=always_swap)
     assert (wrong.swap_rates == 1).all()
     got = tv_null_test(chain_counts(wrong.cold[ROUNDS * STEPS // 4:], Q), two_wells.joint(1.0)[1].numpy())
     assert got["p_value"] < 0.001, got
@@ -132,3 +132,37 @@ def test_bad_input_is_refused_with_the_fix(two_wells):
         ladder(2.0, 1.0, 4)
     with pytest.raises(ValueError, match="temperature must be finite and > 0"):
         ladder(0.0, 1.0, 4)
+
+
+def test_plain_at_rows_spends_the_rows_asked_and_keeps_the_law():
+    """Chunks continue one chain: on a small well-mixing chain the pooled records match the exact law, and the cost
+    is the rows asked to within one chunk (joint energy: one row a chain-step)."""
+    model = exact.potts_chain(4, 2, coupling=0.5)
+    start = torch.zeros(16, 4, dtype=torch.int64)
+    run = plain_at_rows(model, start, 1.0, rows=16 * 1990, chunk_steps=100, seed=3, energy="joint", record_every=5)
+    assert run.forward_rows == 16 * 2000  # 20 chunks of 100 steps: the first total at or above the rows asked
+    assert run.states.shape == (401, 16, 4) and (torch.diff(run.steps) == 5).all() and run.steps[-1] == 2000
+    assert torch.equal(run.states[-1], run.final)
+    got = tv_null_test(chain_counts(run.states[40:], 2), model.joint(1.0)[1].numpy())
+    assert got["p_value"] > 0.01, got
+    again = plain_at_rows(model, start, 1.0, rows=16 * 1990, chunk_steps=100, seed=3, energy="joint", record_every=5)
+    assert torch.equal(again.states, run.states)
+    with pytest.raises(ValueError, match="must divide"):
+        plain_at_rows(model, start, 1.0, rows=10, chunk_steps=10, energy="joint", record_every=3)
+
+
+def test_basins_visited_on_planted_trajectories():
+    """Chain 0 sits at A, moves to B, returns to A: two basins (three traps). Chain 1 sits at A: one. Chain 2 moves
+    by more than the radius every record: no trap, no basin. Chain 3 visits A, B and C, each for too short a time
+    but C: one basin."""
+    a, b, c = np.array([1.0, 0.0]), np.array([0.0, 1.0]), np.array([-1.0, 0.0])
+    T = 30
+    emb = np.zeros((T, 4, 2))
+    emb[:, 0] = [a] * 10 + [b] * 10 + [a] * 10
+    emb[:, 1] = a
+    emb[:, 2] = np.stack([np.arange(T), np.zeros(T)], 1)
+    emb[:, 3] = [a] * 3 + [b] * 3 + [c] * 24
+    steps = np.arange(T) * 10
+    assert basins_visited(emb, steps, radius=0.5, min_dwell=50).tolist() == [2, 1, 0, 1]
+    # a radius wider than the distance between A and B merges them into one basin
+    assert basins_visited(emb, steps, radius=1.5, min_dwell=50)[0] == 1
