@@ -14,6 +14,7 @@ NAME = "07_how_long_must_i_run"
 LENGTHS, TEMPS, PAIRS, LAG, BUDGET = [4], [3.0, 5.0], 8, 8, 400
 ISING_N, ISING_LAGS, ISING_RUNS, ISING_STEPS, REPLICATES = 4, [1, 8], 200, 60, 4
 WELL_N, RUNGS, ENSEMBLES, ROUNDS, STEPS_PER_ROUND = 4, 4, 8, 60, 5
+T_LENGTH, T_ENSEMBLES, T_RUNGS, T_COLD, T_HOT, T_ROUNDS, T_STEPS, T_EVERY = 6, 2, 3, 0.1, 1.0, 2, 5, 5
 TARGETS = (0.25, 0.01)
 pytestmark = pytest.mark.skipif(not (DEFAULT_MODEL / "model.safetensors").is_file(),
                                 reason="the embedded default model is not built yet")
@@ -49,7 +50,19 @@ def test_calibration_and_checks_are_consistent(out):
     checks = read_table(out, "checks")
     assert len(checks) == 3
     assert set(checks.outcome) <= {"pass", "fail", "inconclusive"}
-    assert (checks.outcome.iloc[1:] == "inconclusive").all()  # uncalibrated
+    assert checks.outcome.iloc[1] == "inconclusive" and not checks.core.iloc[1]  # the theorem: nothing to calibrate
+    # rule (iii): calibrated on replicate runs; it decides only with power ≥ 0.8 and size ≤ 0.1
+    temper_cal = read_table(out, "tempering_calibration")
+    assert len(temper_cal) == 1 and temper_cal.replicates.iloc[0] == REPLICATES
+    third = checks.iloc[2]
+    assert (third.power, third["size"]) == (temper_cal.power.iloc[0], temper_cal["size"].iloc[0])
+    decisive = third.power >= 0.8 and third["size"] <= 0.1
+    assert third.outcome == (third.rule_says if decisive else "inconclusive")
+    # power counts replicates where the tempered run passes and the plain one fails: at most either share
+    assert temper_cal.power.iloc[0] <= min(temper_cal.tempered_pass_rate.iloc[0], temper_cal.plain_fail_rate.iloc[0])
+    assert temper_cal["size"].iloc[0] <= temper_cal.wrong_rule_pass_rate.iloc[0]
+    t = read_table(out, "tempering")
+    assert third.rule_says == ("pass" if t.p_value.iloc[0] > 0.01 and t.p_value.iloc[1] < 0.01 else "fail")
     t = read_table(out, "ising_bounds")
     g = t[(t.lag == ISING_LAGS[-1]) & (t.exact_tv >= 0.02)]
     assert checks.rule_says.iloc[0] == ("pass" if (g.bound_high >= g.exact_tv).all() else "fail")
@@ -95,8 +108,35 @@ def test_tempering_beats_plain_mh_at_equal_rows(out):
     assert swaps.tau_low.iloc[0] == 1.0 and (swaps.tau_high.values[:-1] == swaps.tau_low.values[1:]).all()
 
 
+def test_tempering_on_the_mlm_counts_basins_at_equal_rows(out):
+    t = read_table(out, "mlm_tempering")
+    assert list(t.sampler) == ["tempered (cold replica)", "plain MH"] and (t.starts == T_ENSEMBLES).all()
+    tempered, plain = t.iloc[0], t.iloc[1]
+    assert tempered.cold_steps == T_ROUNDS * T_STEPS and (t.temperature == T_COLD).all()
+    # plain MH runs until its rows reach the tempered run's, in chunks of rungs × steps per round (≤ one chunk more:
+    # a chunk costs at most its start's PLL and, per step, a proposal row and a PLL of n rows)
+    chunk_rows = T_ENSEMBLES * (T_LENGTH + T_RUNGS * T_STEPS * (1 + T_LENGTH))
+    assert tempered.forward_rows <= plain.forward_rows < tempered.forward_rows + chunk_rows
+    assert plain.cold_steps % (T_RUNGS * T_STEPS) == 0
+    basins = read_table(out, "mlm_basins")
+    assert len(basins) == T_ENSEMBLES and basins.start.nunique() == T_ENSEMBLES  # one start per document
+    for col, row in (("tempered_basins", tempered), ("plain_basins", plain)):
+        assert basins[col].mean() == pytest.approx(row.basins_mean)
+        assert (basins[col].min(), basins[col].max()) == (row.basins_min, row.basins_max)
+        per_row = 1000 * basins[col] / (row.forward_rows / T_ENSEMBLES)
+        assert row.basins_per_1000_rows == pytest.approx(per_row.mean())
+        assert row.low <= row.basins_per_1000_rows <= row.high
+    swaps = read_table(out, "mlm_swap_rates")
+    assert len(swaps) == T_RUNGS - 1 and (swaps.accepted <= swaps.proposed).all()
+    # the plan's count of these rows is an upper bound on what the run spent
+    from glauber_mlm.book.plan import plan
+    planned = [w for w in plan([NAME], "smoke")[NAME] if w.part.startswith("MLM tempering")]
+    assert len(planned) == 1 and planned[0].upper and t.forward_rows.sum() <= planned[0].rows
+    assert swaps.tau_low.iloc[0] == pytest.approx(T_COLD) and swaps.tau_high.iloc[-1] == pytest.approx(T_HOT)
+
+
 def test_figures_and_provenance(out):
-    for fig in ("ising_bounds", "mlm_bounds", "tempering"):
+    for fig in ("ising_bounds", "mlm_bounds", "tempering", "mlm_tempering"):
         assert (out / f"{fig}.png").is_file()
     prov = json.loads((out / "provenance.json").read_text())
     assert prov["parameters"]["pairs"] == PAIRS and prov["parameters"]["lengths"] == LENGTHS
@@ -107,6 +147,8 @@ def test_figures_and_provenance(out):
     (dict(ising_lags=[8]), "ising_lags must be two whole numbers"),
     (dict(pairs=1), "pairs must be an integer ≥ 2"),
     (dict(hot=0.5), "hot must exceed"),
+    (dict(temper_hot=0.05), "temper_hot must exceed temper_cold"),
+    (dict(temper_record_every=3), "must divide temper_steps_per_round"),
 ])
 def test_bad_parameters_stop_the_first_cell(tmp_path, params, message):
     err = first_cell_error(NAME, tmp_path, **params)
