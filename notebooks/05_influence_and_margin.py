@@ -315,7 +315,8 @@ def where(s):
 
 
 bounds = {int(n): slow_to_fast_boundary(sub.temperature, sub.median_time) for n, sub in phase.groupby("length")}
-crossing = pd.DataFrame([dict(length=n, crossing_temperature=summaries[n].crossing, status=where(summaries[n]),
+crossing = pd.DataFrame([dict(length=n, contexts=design[n][0], replacements=design[n][1],
+                              crossing_temperature=summaries[n].crossing, status=where(summaries[n]),
                               boundary_temperature=bounds.get(n, np.nan), phase_source=phase_source,
                               reading="one-sided: true Dobrushin sum ≥ estimate, so true crossing ≥ τ* (none below the grid)")
                          for n in ns])
