@@ -447,15 +447,13 @@ glue("mlm_finding", Markdown(
 # ## 3. Tempering out of the traps
 #
 # A two-well model (`exact.potts_chain`, {glue:text}`d_well_n` sites with two states and a strong coupling
-# J = {glue:text}`d_well_J`) has its mass split between the
-# all-zero and the all-one states; single-site moves leave a well only by crossing a wall. Replica exchange runs
-# {glue:text}`d_ensembles` ensembles of {glue:text}`d_rungs` MH chains on a geometric ladder from the target τ = 1
-# to τ = {glue:text}`d_hot`, {glue:text}`d_rounds` rounds of {glue:text}`d_steps_per_round` steps with a swap of
-# neighbours after each (the swap is accepted
-# from the energies, which an MH chain has and incompatible Glauber lacks: its stationary laws at different τ are
-# not one energy's tempered family). Plain MH at the target runs the same chains for {glue:text}`d_rungs` times as
-# many steps, so both spend the same forward rows. Both
-# start in the all-zero well. Per sampler: the TV between the second half's visits and the exact law with the
+# J = {glue:text}`d_well_J`) has its mass split between the all-zero and the all-one states; single-site moves
+# leave a well only by crossing a wall. Replica exchange runs {glue:text}`d_ensembles` ensembles of
+# {glue:text}`d_rungs` MH chains on a geometric ladder from the target τ = 1 to τ = {glue:text}`d_hot`,
+# {glue:text}`d_rounds` rounds of {glue:text}`d_steps_per_round` steps with a swap of neighbours after each (the
+# swap is accepted from the energies, which an MH chain has and incompatible Glauber lacks: its stationary laws at
+# different τ are not one energy's tempered family). Plain MH at the target runs the same chains for
+# {glue:text}`d_rungs` times as many steps, so both spend the same forward rows. Both start in the all-zero well. Per sampler: the TV between the second half's visits and the exact law with the
 # TV null test (`stats.tv_null_test`), the share of chains that visit both wells, and the wells visited per
 # thousand forward rows; per rung pair: the swap rate; per ensemble: round trips from the cold to the hot end.
 
