@@ -756,7 +756,7 @@ for (q, delta), g in escape_fraction.groupby(["delta_quantile", "delta"]):
     g = g.sort_values("temperature")
     lo_t, hi_t = g.iloc[0], g.iloc[-1]
     escape_lines.append(
-        f"δ = {delta:.2f} (q = {q:g}): {lo_t.fraction:.0%} [{lo_t.ci_low:.0%}, {lo_t.ci_high:.0%}] of {lo_t.chains} chains at "
+        f"δ = {delta:.2f} (q = {q:g}): {lo_t.fraction:.0%} [{lo_t.ci_low:.0%}, {lo_t.ci_high:.0%}] of {int(lo_t.chains)} chains at "
         f"τ = {lo_t.temperature:g}, {hi_t.fraction:.0%} [{hi_t.ci_low:.0%}, {hi_t.ci_high:.0%}] at τ = "
         f"{hi_t.temperature:g}; median escape step {lo_t.median_escape_step:g} [{lo_t.median_ci_low:g}, "
         f"{lo_t.median_ci_high:g}] and {hi_t.median_escape_step:g} [{hi_t.median_ci_low:g}, "
@@ -854,7 +854,8 @@ show_table(escape_calibration)
 # **What {numref}`fig-03-escape-time` shows.** {glue:md}`slope_finding` How to read it: dots are escapes, triangles
 # chains still within δ when the run ended (their time is only a lower bound, and the fit treats it so); on this log
 # scale the theorem's prediction is a straight line rising to the right. A positive slope is what the check tests; the
-# fit does not say whether the slope matches the margin of the theorem.
+# fit says neither whether the points follow a straight line (the censored chains at the lowest temperatures hide
+# much of it) nor whether the slope matches the margin of the theorem.
 
 # %% [markdown]
 # **What {numref}`fig-03-escape-fraction` and {numref}`fig-03-escape-survival` show.** {glue:md}`escape_finding`
