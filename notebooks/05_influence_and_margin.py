@@ -691,12 +691,13 @@ if np.isfinite(fit["slope"]):
     xs = np.linspace(0, max(1e-9, fit_rows.margin_over_tau.max()), 50)
     ax.plot(xs, np.exp(fit["intercept"] + fit["slope"] * xs), "k--",
             label=rf"censored fit: $c = {fit['slope']:.2f}$ [{fit['slope_low']:.2f}, {fit['slope_high']:.2f}]")
-ax.set(yscale="log", xlim=(0, 1.05 * max(1e-9, fit_rows.margin_over_tau.max())),
+dwell_range = (0.8, 1.3 * max(1, dwell.dwell.max()))  # one range for both panels, set by the data (and valid with no trap)
+ax.set(yscale="log", ylim=dwell_range, xlim=(0, 1.05 * max(1e-9, fit_rows.margin_over_tau.max())),
        xlabel=r"smallest token margin of the state $/\,\tau$", ylabel="dwell (steps)",
        title=f"traps (m > 0): {int(dwell.trap.sum())} visits")
 ax_all.axvline(0, color="grey", lw=0.8)
 ax_all.set_xscale("symlog", linthresh=1.0)
-ax_all.set(yscale="log", xlim=(1.1 * min(-1.0, dwell.margin_over_tau.min()), 1.1 * max(1.0, dwell.margin_over_tau.max())),
+ax_all.set(yscale="log", ylim=dwell_range, xlim=(1.1 * min(-1.0, dwell.margin_over_tau.min()), 1.1 * max(1.0, dwell.margin_over_tau.max())),
            xlabel=r"smallest token margin $/\,\tau$ (symmetric log)", ylabel="dwell (steps)",
            title=f"every measured visit: {len(dwell)}")
 handles, labels = ax.get_legend_handles_labels()
