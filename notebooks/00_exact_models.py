@@ -458,10 +458,10 @@ glue("coupling_finding", Markdown(" ".join(
 
 # %%
 n_toy, q_toy = 8, 6
-REFERENCE = "random symmetric pairwise (compatible)"
+REFERENCE = "symmetric pairwise (compatible, reference)"
 toys = {REFERENCE: exact.compatible_pairwise(n_toy, q_toy, logit_std=3.0, seed=run["seed"]),
         "Potts chain (compatible, held out)": exact.potts_chain(n_toy, q_toy, J),
-        "random symmetric pairwise, another seed (compatible, held out)":
+        "symmetric pairwise, new seed (compatible, held out)":
             exact.compatible_pairwise(n_toy, q_toy, logit_std=3.0, seed=run["seed"] + 1),
         "random pairwise (incompatible)": exact.incompatible_pairwise(n_toy, q_toy, scale=0.5, seed=run["seed"])}
 g = torch.Generator().manual_seed(run["seed"])

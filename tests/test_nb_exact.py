@@ -67,7 +67,7 @@ def test_smoke_tables(smoke_output):
     compat = rect[rect.closed_form == "ρ = 0"]
     assert len(compat) == 3 and (compat.max_abs_error < 1e-4).all() and (compat.fraction_above_tol == 0).all()
     # one rule (rectangle.noise_tolerance): 10 × the reference's noise for exact models; the MLM's adds its forward's
-    ref = rect.loc["random symmetric pairwise (compatible)"]
+    ref = rect.loc["symmetric pairwise (compatible, reference)"]
     assert np.allclose(compat.tolerance, 10 * ref.max_abs_error)
     inc = rect.loc["random pairwise (incompatible)"]
     assert inc.max_abs_error < 1e-4 and inc.fraction_above_tol == 1 and inc.closed_form == "−Δ²(Wᵢⱼ − Wⱼᵢᵀ)"
