@@ -482,32 +482,51 @@ show_table(matched)
 # low-temperature chains had, {glue:text}`steps` steps recorded every {glue:text}`record_every`, traps of at least
 # {glue:text}`min_dwell` steps, and the radius re-calibrated in each replicate as the same quantile of a fresh sample of
 # {glue:text}`jitter_sample` planted one-token jitters. In the *two-well* truth every edit moves the embedding by a
-# one-token jitter but keeps it within that jitter of its well's centre, and the chain rarely hops to the other well;
-# in the *no-well* null every edit moves the embedding by a one-token jitter draw, a random walk. Each is paired, chain
-# by chain, with a no-well matched-rate null at the same rates, and the rule is the page's: the 95 % bootstrap lower
-# bound of the mean paired difference in time trapped above zero, at the primary radius (the criterion) and at more
-# than half of the panel's radii (the panel check). Power is its pass rate on two wells, size on no well.
+# step but keeps it within that step of its well's centre, and the chain rarely hops to the other well; in the
+# *no-well* null every edit moves the embedding by a step drawn afresh, a random walk. Each is paired, chain by chain,
+# with a no-well matched-rate null at the same rates, and the rule is the page's: the 95 % bootstrap lower bound of the
+# mean paired difference in time trapped above zero, at the primary radius (the criterion) and at more than half of the
+# panel's radii (the panel check). Power is its pass rate on two wells, size on no well. The steps are this run's own,
+# in units of the median one-token jitter, measured on consecutive records that differ at exactly one site: an edit
+# of the low-temperature chains moves the embedding by {glue:text}`chain_step:.2f`, one of the matched-rate null by
+# {glue:text}`null_step:.2f`. A null that moves further per edit than the chain drifts out of the radius sooner, so
+# without any well the rule could pass on step size alone; the calibration's null carries that difference.
 
 # %%
+# the embedding step of one token change, in units of the median one-token jitter: the chains' own and the null's
+jumps = {k: semantic.single_edit_jumps(s, e) for k, s, e in (("chain", traj.states[:, :PS].numpy(), emb[:, :PS]),
+                                                               ("null", null_states.numpy(), null_emb))}
+chain_step, null_step = (float(np.median(jumps[k]) / np.median(jitter)) if len(jumps[k]) else 1.0 for k in ("chain", "null"))
+print(f"median embedding step of one edit: chains {chain_step:.2f} × the median one-token jitter "
+      f"({len(jumps['chain'])} single-edit record pairs), matched-rate null {null_step:.2f} × ({len(jumps['null'])} pairs)")
+glue("chain_step", chain_step, display=False)
+glue("null_step", null_step, display=False)
 trap_cal, panel_cal = planted.trap_criterion_calibration(
     changed[:PS], run["steps"], run["record_every"], run["min_dwell"], q_panel, q_radius, len(jitter),
-    replicates=run["calibration_replicates"], seed=run["seed"])
+    replicates=run["calibration_replicates"], chain_step=chain_step, null_step=null_step, seed=run["seed"])
 glue("cal_replicates", int(run["calibration_replicates"]), display=False)
 glue("chains_ps", int(PS), display=False)
 glue("jitter_sample", int(len(jitter)), display=False)
 trap_calibration = run.save_table(pd.DataFrame(
-    [dict(check=name, power=c.power, size=c.size, replicates=c.replicates, decisive=c.decisive)
+    [dict(check=name, power=c.power, size=c.size, replicates=c.replicates, decisive=c.decisive, chain_step=chain_step,
+          null_step=null_step)
      for name, c in (("criterion at the calibrated radius", trap_cal), ("criterion at more than half the radii", panel_cal))]),
     "trap_calibration")
 trap_to_decide = panel_to_decide = ""
-if not (trap_cal.decisive and panel_cal.decisive):  # what design would decide: more chains at the same rates
+if max(trap_cal.size, panel_cal.size) > 0.1:  # more chains cannot fix a null that passes: the null must step alike
+    trap_to_decide = panel_to_decide = (
+        f"a matched null whose edits move the embedding as far as the chains' (here {null_step:.2f} against "
+        f"{chain_step:.2f} one-token jitters per edit), e.g. edits drawn from the model's conditional, not uniform tokens")
+elif not (trap_cal.decisive and panel_cal.decisive):  # underpowered: more chains at the same rates
     more = {f"{PS} chains": (trap_cal, panel_cal)}
     for k in (2, 4):
         more[f"{k * PS} chains"] = planted.trap_criterion_calibration(
             np.tile(changed[:PS], k), run["steps"], run["record_every"], run["min_dwell"], q_panel, q_radius,
-            len(jitter), replicates=run["calibration_replicates"], seed=run["seed"])
+            len(jitter), replicates=run["calibration_replicates"], chain_step=chain_step, null_step=null_step,
+            seed=run["seed"])
     trap_to_decide = smallest_decisive({d: c[0] for d, c in more.items()})
     panel_to_decide = smallest_decisive({d: c[1] for d, c in more.items()})
+if trap_to_decide:
     print(f"criterion: {trap_to_decide}; panel: {panel_to_decide}")
 show_table(trap_calibration)
 

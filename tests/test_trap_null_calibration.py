@@ -91,3 +91,20 @@ def test_the_escape_rules_pass_with_a_slope_and_fail_without_one_at_the_cpu_desi
     assert wilson.power >= 0.85 and wilson.size <= 0.1 and slope.power >= 0.85 and slope.size <= 0.15
     tiny, _ = planted.escape_calibrations([0.1, 1.0], 2, 2, 30, 4, replicates=40)
     assert not tiny.decisive                                  # two chains per τ cannot separate Wilson intervals
+
+
+def test_single_edit_jumps_read_only_records_one_token_apart():
+    states = np.array([[[0, 0]], [[0, 1]], [[2, 3]], [[2, 3]], [[2, 4]]])    # (R=5, B=1, n=2)
+    emb = np.array([[[0.0, 0]], [[3, 4]], [[9, 9]], [[9, 9]], [[9, 10]]])
+    assert semantic.single_edit_jumps(states, emb).tolist() == [5.0, 1.0]   # steps 0→1 and 3→4; 1→2 changed two sites
+    with pytest.raises(ValueError, match="same records"):
+        semantic.single_edit_jumps(states[:3], emb)
+
+
+def test_smaller_steps_alone_pass_the_criterion_and_the_calibration_says_so():
+    """Without any well, chains whose edits move the embedding half as far as their matched null's are 'trapped more':
+    the calibration with the two steps measured gives that null a size near one, so the criterion cannot decide."""
+    rates = np.full(8, 0.08)
+    cal, _ = planted.trap_criterion_calibration(rates, 1000, 10, 100, [0.9], 0.9, 256, replicates=20,
+                                                chain_step=0.5, null_step=1.0)
+    assert cal.size >= 0.8 and not cal.decisive

@@ -503,7 +503,8 @@ def well_trajectories(rng: np.random.Generator, rates, steps: int, record_every:
 
 
 def trap_criterion_calibration(rates, steps: int, record_every: int, min_dwell: int, levels, level: float,
-                               jitter_sample: int, replicates: int = 100, dim: int = 16, seed: int = 0):
+                               jitter_sample: int, replicates: int = 100, dim: int = 16, chain_step: float = 1.0,
+                               null_step: float = 1.0, seed: int = 0):
     """Power and size of notebook 03's trap criterion at its design, at radius quantile `level` and across the panel
     `levels`: returns (criterion Calibration, panel Calibration).
 
@@ -512,7 +513,10 @@ def trap_criterion_calibration(rates, steps: int, record_every: int, min_dwell: 
     chains at the same rates) are scanned for traps (`semantic.chain_traps`, `min_dwell`); the criterion passes
     when the 95 % bootstrap lower bound (`stats.bootstrap_ci` over chains) of the mean paired difference in time
     trapped is above zero; the panel rule when the criterion passes at more than half of the radii. Planted truth:
-    two-well chains; planted null: no-well chains (no structure beyond the edit rate)."""
+    two-well chains; planted null: no-well chains (no structure beyond the edit rate). An edit of the chains moves the
+    embedding by `chain_step` × the one-token jitter, one of the matched null by `null_step` × it (the page measures
+    both): the page's chains and their uniform-token null need not move it equally per edit, and smaller steps alone
+    look like traps."""
     from .checks import Calibration
     from .semantic import calibrated_thresholds, time_trapped_at
     from .stats import bootstrap_ci
@@ -522,8 +526,8 @@ def trap_criterion_calibration(rates, steps: int, record_every: int, min_dwell: 
 
     def lower_bounds(rng: np.random.Generator, wells: bool) -> np.ndarray:
         radii = calibrated_thresholds(np.linalg.norm(jitter_draws(rng, jitter_sample, dim), axis=-1), levels)
-        chains, rec = well_trajectories(rng, rates, steps, record_every, wells, dim)
-        null, _ = well_trajectories(rng, rates, steps, record_every, False, dim)
+        chains, rec = well_trajectories(rng, rates, steps, record_every, wells, dim, jitter=chain_step)
+        null, _ = well_trajectories(rng, rates, steps, record_every, False, dim, jitter=null_step)
         both = np.concatenate([chains, null], 1)
         frac = time_trapped_at(both, rec, radii, min_dwell, steps)                      # (radii, 2B)
         return np.array([bootstrap_ci(f[:B] - f[B:], seed=int(rng.integers(2**31)))[1] for f in frac])
@@ -533,7 +537,8 @@ def trap_criterion_calibration(rates, steps: int, record_every: int, min_dwell: 
     null = np.array([lower_bounds(null_rng, False) for _ in range(replicates)])
     k = levels.index(float(level))
     on = (f"planted embedding trajectories (R^{dim}) at these {B} chains' change rates, {steps} steps: two wells / "
-          f"no well (a random walk of one-token jitters), each against a no-well matched-rate null")
+          f"no well (a random walk); edits step {chain_step:.2f} × the one-token jitter, against a no-well matched-rate "
+          f"null stepping {null_step:.2f} × it")
     criterion = Calibration(float(np.mean(truth[:, k] > 0)), float(np.mean(null[:, k] > 0)), replicates, on)
     panel = Calibration(float(np.mean((truth > 0).sum(1) > len(levels) / 2)),
                         float(np.mean((null > 0).sum(1) > len(levels) / 2)), replicates, on)

@@ -284,6 +284,16 @@ def chain_traps(emb: np.ndarray, steps: np.ndarray, radius: float, min_dwell: in
     return pd.DataFrame(rows, columns=["chain", *TRAP_COLUMNS]).astype({"chain": int, "escaped": bool})
 
 
+def single_edit_jumps(states, emb: np.ndarray) -> np.ndarray:
+    """‖e_{t+1} − e_t‖ over consecutive records whose states differ at exactly one site: the embedding step of one
+    token change along the chains. states (R, B, n), emb (R, B, d) → 1-D array (empty when no such pair)."""
+    states, emb = np.asarray(states), np.asarray(emb, dtype=float)
+    if states.shape[:2] != emb.shape[:2] or states.ndim != 3 or emb.ndim != 3:
+        raise ValueError(f"need states (R, B, n) and emb (R, B, d) of the same records, got {states.shape}, {emb.shape}.")
+    one = (states[1:] != states[:-1]).sum(-1) == 1
+    return np.linalg.norm(emb[1:] - emb[:-1], axis=-1)[one]
+
+
 def time_trapped_at(emb: np.ndarray, steps: np.ndarray, radii, min_dwell: int, total_steps: int) -> np.ndarray:
     """`time_trapped(chain_traps(emb, steps, r, min_dwell), B, total_steps)` at every radius r of `radii` in one
     scan: emb (T, B, d) → (len(radii), B) fractions of each chain's run spent in traps."""
