@@ -517,14 +517,14 @@ def trap_criterion_calibration(rates, steps: int, record_every: int, min_dwell: 
     embedding by `chain_step` × the one-token jitter, one of the matched null by `null_step` × it (the page measures
     both): the page's chains and their uniform-token null need not move it equally per edit, and smaller steps alone
     look like traps."""
-    from .checks import Calibration
+    from .checks import calibrate
     from .semantic import calibrated_thresholds, time_trapped_at
     from .stats import bootstrap_ci
 
     rates, levels = np.asarray(rates, float), [float(q) for q in levels]
     B = rates.size
 
-    def lower_bounds(rng: np.random.Generator, wells: bool) -> np.ndarray:
+    def lower_bounds(rng: np.random.Generator, wells: bool) -> np.ndarray:  # one replicate, every radius
         radii = calibrated_thresholds(np.linalg.norm(jitter_draws(rng, jitter_sample, dim), axis=-1), levels)
         chains, rec = well_trajectories(rng, rates, steps, record_every, wells, dim, jitter=chain_step)
         null, _ = well_trajectories(rng, rates, steps, record_every, False, dim, jitter=null_step)
@@ -532,17 +532,14 @@ def trap_criterion_calibration(rates, steps: int, record_every: int, min_dwell: 
         frac = time_trapped_at(both, rec, radii, min_dwell, steps)                      # (radii, 2B)
         return np.array([bootstrap_ci(f[:B] - f[B:], seed=int(rng.integers(2**31)))[1] for f in frac])
 
-    truth_rng, null_rng = (np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(2))
-    truth = np.array([lower_bounds(truth_rng, True) for _ in range(replicates)])
-    null = np.array([lower_bounds(null_rng, False) for _ in range(replicates)])
     k = levels.index(float(level))
     on = (f"planted embedding trajectories (R^{dim}) at these {B} chains' change rates, {steps} steps: two wells / "
           f"no well (a random walk); edits step {chain_step:.2f} × the one-token jitter, against a no-well matched-rate "
           f"null stepping {null_step:.2f} × it")
-    criterion = Calibration(float(np.mean(truth[:, k] > 0)), float(np.mean(null[:, k] > 0)), replicates, on)
-    panel = Calibration(float(np.mean((truth > 0).sum(1) > len(levels) / 2)),
-                        float(np.mean((null > 0).sum(1) > len(levels) / 2)), replicates, on)
-    return criterion, panel
+    # the same seed gives both rules the same replicates
+    return tuple(calibrate(rule, lambda rng: lower_bounds(rng, True), lambda rng: lower_bounds(rng, False), replicates,
+                           on, seed=seed)
+                 for rule in (lambda lows: bool(lows[k] > 0), lambda lows: bool((lows > 0).sum() > len(levels) / 2)))
 
 
 def arrhenius_escapes(rng: np.random.Generator, temperatures, chains: int, starts: int, reach_steps: int,
