@@ -39,7 +39,7 @@ TIMER = r"""
 import json, re, sys, time, torch
 from torch.profiler import profile
 import glauber_mlm as gm
-from glauber_mlm.passages import load_passages
+from glauber_mlm.models.passages import load_passages
 cells, steps, kernels = json.loads(sys.argv[1]), int(sys.argv[2]), sys.argv[4] and re.compile(sys.argv[4])
 torch.set_num_threads(int(sys.argv[3]))
 texts = [r["text"] for r in load_passages("embedded")[:400]]

@@ -22,7 +22,7 @@ import torch
 import torch._inductor.config as inductor
 
 import glauber_mlm as gm
-from glauber_mlm import encoder, hf
+from glauber_mlm.models import encoder, hf
 from glauber_mlm.conditionals import conditional_probabilities
 
 CELLS = ((1, 10), (4, 10), (8, 16))

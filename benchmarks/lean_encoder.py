@@ -1,4 +1,4 @@
-"""The lean encoder (`glauber_mlm.encoder`) against transformers' own forward, in one process (issue 16).
+"""The lean encoder (`glauber_mlm.models.encoder`) against transformers' own forward, in one process (issue 16).
 
 For the embedded model and a bert-base-sized BERT with random weights, per dtype and small cell B × n, it times
 `glauber` (τ = 1, one site per chain per forward) with `MLMAdapter.lean` on and off, alternating the two in four

@@ -17,7 +17,7 @@ import torch
 from torch.profiler import profile
 
 import glauber_mlm as gm
-from glauber_mlm.passages import load_passages
+from glauber_mlm.models.passages import load_passages
 
 STEPS, TOP = 50, 10
 

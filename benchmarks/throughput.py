@@ -3,7 +3,7 @@
 Measures, in one run:
   * the dense matmul peak of this machine (a large torch.matmul, fp32 and bf16);
   * the roofline: each small and large cell's step time against its FLOP floor and its memory floor (weights
-    read once per forward at the measured bandwidth), `glauber_mlm.roofline`;
+    read once per forward at the measured bandwidth), `glauber_mlm.models.roofline`;
   * per MLM family (at the embedded model's shape, random weights): the MLM head at the site against the full
     model's head;
   * Glauber token-resamples per second of the *usual loop* (clone the batch, mask the site, full
@@ -41,10 +41,10 @@ import torch
 
 import glauber_mlm as gm
 from glauber_mlm.book.plan import CountingModel
-from glauber_mlm.roofline import floors, measure_machine, shape_from_config
-from glauber_mlm.roofline import forward_flops as forward_flops_per_row
-from glauber_mlm.hf import DEFAULT_MODEL, MLMAdapter
-from glauber_mlm.passages import load_passages
+from glauber_mlm.models.roofline import floors, measure_machine, shape_from_config
+from glauber_mlm.models.roofline import forward_flops as forward_flops_per_row
+from glauber_mlm.models.hf import DEFAULT_MODEL, MLMAdapter
+from glauber_mlm.models.passages import load_passages
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -97,7 +97,7 @@ def random_adapter(kind: str, tokenizer, device: torch.device) -> MLMAdapter:
     else:
         config = BertConfig(vocab_size=len(tokenizer))  # bert-base: 768 wide, 12 layers, 3072 feed-forward
     model = BertForMaskedLM._from_config(config, attn_implementation="sdpa").eval().to(device)
-    dtype = torch.bfloat16 if gm.hf.fast_bf16(device) else torch.float32
+    dtype = torch.bfloat16 if gm.models.hf.fast_bf16(device) else torch.float32
     return MLMAdapter(model, tokenizer, device, dtype, name=kind)
 
 
@@ -400,13 +400,13 @@ def _fmt(row: dict) -> str:
 
 def plot(grid: pd.DataFrame, path: Path) -> None:
     """Token-resamples per second against B, one panel per (model, length) at most two per row, in the book's style
-    (`glauber_mlm.plots`): the usual loop, the engine in fp32 and in bf16, one legend under the panels."""
+    (`glauber_mlm.pages.plots`): the usual loop, the engine in fp32 and in bf16, one legend under the panels."""
     import matplotlib
 
     matplotlib.use("Agg")
     from matplotlib.ticker import FixedFormatter
 
-    from glauber_mlm.plots import DPI, panels, plain_log_ticks, use_book_style
+    from glauber_mlm.pages.plots import DPI, panels, plain_log_ticks, use_book_style
 
     use_book_style()
     cells = [(name, n) for name in grid.model.unique() for n in sorted(grid[grid.model == name].n.unique())]
@@ -444,7 +444,7 @@ print(before, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 
 
 def roofline(models, cells, reps: int, target: float) -> pd.DataFrame:
-    """Each cell's step time (τ = 1, one site per chain per forward) against its two floors (`glauber_mlm.roofline`):
+    """Each cell's step time (τ = 1, one site per chain per forward) against its two floors (`glauber_mlm.models.roofline`):
     the FLOPs at the measured matmul peak and the weights read at the measured memory bandwidth, in fp32 and in the
     model's default dtype (bf16 where native)."""
     rows = []
@@ -539,7 +539,7 @@ def main(argv=None) -> None:
     if args.quick:
         args.models, args.batches, args.lengths, args.reps, args.target = ["minilm-l3-random"], [1, 8], [16], 1, 0.2
     args.out.mkdir(parents=True, exist_ok=True)
-    device = torch.device(args.device) if args.device else gm.hf.default_device()
+    device = torch.device(args.device) if args.device else gm.models.hf.default_device()
     tag = f"_{args.tag}" if args.tag else ""
     conditions = dict(date=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), torch=torch.__version__, device=str(device),
                       cpu=platform.processor() or platform.machine(), threads=torch.get_num_threads(),

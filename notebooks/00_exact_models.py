@@ -71,14 +71,15 @@ from IPython.display import Markdown
 from myst_nb import glue
 
 import glauber_mlm as gm
-from glauber_mlm import calibration, conditions, exact
-from glauber_mlm.checks import Check, smallest_decisive
-from glauber_mlm.notebook import Run
-from glauber_mlm.passages import load_passages, sample_passages
-from glauber_mlm.planted import (closed_form_calibration, growth_rule_calibration, ising_influence_calibration,
-                                  not_faster_than_nlogn, slowdown_calibration, stationary_test_calibration)
-from glauber_mlm.plots import interval_errorbar, show_table
-from glauber_mlm.rectangle import float64_twin, noise_tolerance
+from glauber_mlm import calibration, exact
+from glauber_mlm.measures import margins
+from glauber_mlm.pages.checks import Check, smallest_decisive
+from glauber_mlm.pages.run import Run
+from glauber_mlm.models.passages import load_passages, sample_passages
+from glauber_mlm.pages.planted import (closed_form_calibration, growth_rule_calibration, ising_influence_calibration,
+                                       not_faster_than_nlogn, slowdown_calibration, stationary_test_calibration)
+from glauber_mlm.pages.plots import interval_errorbar, show_table
+from glauber_mlm.measures.rectangle import float64_twin, noise_tolerance
 from glauber_mlm.stats import (bootstrap_ci, censored_median_ci, fit_scaling_ci, nlogn_curvature, proportion_ci,
                                tv_null_test)
 
@@ -239,7 +240,7 @@ for scan, c in law_calibration.items():
     print(f"{scan} scan: {c}")
 
 # %%
-from glauber_mlm.plots import legend_outside, panels
+from glauber_mlm.pages.plots import legend_outside, panels
 
 fig, (a1, a2) = panels(2, height=4.6)
 for scan, marker in (("random", "o"), ("systematic", "x")):
@@ -357,9 +358,9 @@ for tau in high_taus:
                              one_over_delta=1 / (1 - math.tanh(J / tau))))
 scaling = pd.DataFrame(fit_rows)
 low = pairs_df[pairs_df.regime == "low"]
-slow = conditions.fit_log_linear(J / low.temperature, low.time.clip(lower=1), seed=run["seed"])
+slow = margins.fit_log_linear(J / low.temperature, low.time.clip(lower=1), seed=run["seed"])
 lo_rows = ising_coupling[ising_coupling.regime == "low"]
-on_medians = conditions.fit_log_linear(J / lo_rows.temperature, lo_rows.median_time, n_boot=10)
+on_medians = margins.fit_log_linear(J / lo_rows.temperature, lo_rows.median_time, n_boot=10)
 slow_table = pd.DataFrame([dict(length=n_low, start="00…0 vs 11…1", fit="log T ≈ b·J/τ + a", **slow,
                                 r2_of_medians=on_medians["r2"], censored=int((~low.met).sum()), pairs=len(low))])
 run.save_table(scaling, "ising_scaling_fit")
@@ -371,7 +372,7 @@ display(show_table(scaling.pivot(index="temperature", columns="law", values="r2_
 show_table(slow_table)
 
 # %%
-from glauber_mlm.plots import legend_outside, log_axis_at, panels
+from glauber_mlm.pages.plots import legend_outside, log_axis_at, panels
 
 fig, (a1, a2) = panels(2, height=4.8)
 hi_rows = ising_coupling[ising_coupling.regime == "high"]
@@ -504,7 +505,7 @@ show_table(rect_cal)
 # %%
 import matplotlib.ticker as mticker
 
-from glauber_mlm.plots import legend_outside, panels
+from glauber_mlm.pages.plots import legend_outside, panels
 
 fig, (a1, a2) = panels(2, height=4.4)
 bins = np.logspace(-10, 2, 49)
@@ -619,7 +620,7 @@ ising_influence_cal = ising_influence_calibration(n_infl, infl_taus, J, INFLUENC
 show_table(influence_cal)
 
 # %%
-from glauber_mlm.plots import legend_outside, panels
+from glauber_mlm.pages.plots import legend_outside, panels
 
 fig, (ax,) = panels(1, width=8.5, height=4.2)
 ts = np.geomspace(min(infl_taus) * 0.8, max(infl_taus) * 1.2, 100)

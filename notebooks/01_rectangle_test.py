@@ -63,12 +63,12 @@ from IPython.display import Markdown
 from myst_nb import glue
 
 import glauber_mlm as gm
-from glauber_mlm.checks import Calibration, Check
-from glauber_mlm.notebook import Run
-from glauber_mlm.passages import load_passages, sample_passages
-from glauber_mlm.planted import certification_calibration, influence_correlation_calibration, residual_calibration
-from glauber_mlm.plots import interval_errorbar, show_table, temperature_axis
-from glauber_mlm.rectangle import float64_twin, noise_tolerance
+from glauber_mlm.pages.checks import Calibration, Check
+from glauber_mlm.pages.run import Run
+from glauber_mlm.models.passages import load_passages, sample_passages
+from glauber_mlm.pages.planted import certification_calibration, influence_correlation_calibration, residual_calibration
+from glauber_mlm.pages.plots import interval_errorbar, show_table, temperature_axis
+from glauber_mlm.measures.rectangle import float64_twin, noise_tolerance
 from glauber_mlm.stats import proportion_ci, spearman_ci, unit_bootstrap_ci
 
 PAPER_MODELS = ["bert-base-uncased", "roberta-base", "distilbert-base-uncased", "answerdotai/ModernBERT-base"]
@@ -235,7 +235,7 @@ show_table(summary)
 # %%
 import matplotlib.ticker as mticker
 
-from glauber_mlm.plots import legend_outside, panels
+from glauber_mlm.pages.plots import legend_outside, panels
 
 fig, model_axes = panels(len(mlms), height=4.2)
 floor = 1e-12  # |ρ| can be exactly 0 (e.g. when a rectangle's queries coincide); drawn at this floor
@@ -304,7 +304,7 @@ for mlm, row in zip(mlms, summaries):
                                   fraction_above=frac, ci_low=low, ci_high=high, identity_error=identity))
 by_temperature = run.save_table(pd.DataFrame(temp_rows), "temperature")
 
-from glauber_mlm.plots import legend_outside, panels
+from glauber_mlm.pages.plots import legend_outside, panels
 
 fig, (ax,) = panels(1, width=8.5, height=4.0)
 for k, mlm in enumerate(mlms):
@@ -390,7 +390,7 @@ for mlm in mlms:
 influence_bins = run.save_table(pd.DataFrame(bin_rows), "influence_bins")
 correlation = run.save_table(pd.DataFrame(corr_rows), "influence_correlation")
 
-from glauber_mlm.plots import legend_outside, panels
+from glauber_mlm.pages.plots import legend_outside, panels
 
 fig, (ax,) = panels(1, width=8.5, height=4.0)
 for mlm in mlms:
@@ -499,7 +499,7 @@ for mlm in mlms:
 compat_pairs_table = run.save_table(pd.concat(compat_tables, ignore_index=True), "compatibility")
 compat_summary = run.save_table(pd.DataFrame(compat_summaries), "compatibility_summary")
 
-from glauber_mlm.plots import legend_outside, panels
+from glauber_mlm.pages.plots import legend_outside, panels
 
 fig, model_axes = panels(len(mlms), height=4.6)
 flagged_by = {(True, True): "both", (True, False): "rectangle only", (False, True): "residual only", (False, False): "neither"}

@@ -63,11 +63,11 @@ from matplotlib.colors import LogNorm
 from myst_nb import glue
 
 import glauber_mlm as gm
-from glauber_mlm.checks import Check, smallest_decisive
-from glauber_mlm.notebook import Run
-from glauber_mlm.passages import load_passages, passage_pairs
-from glauber_mlm.planted import growth_rule_calibration, not_faster_than_nlogn
-from glauber_mlm.plots import interactive_heatmap, interval_errorbar, show_table
+from glauber_mlm.pages.checks import Check, smallest_decisive
+from glauber_mlm.pages.run import Run
+from glauber_mlm.models.passages import load_passages, passage_pairs
+from glauber_mlm.pages.planted import growth_rule_calibration, not_faster_than_nlogn
+from glauber_mlm.pages.plots import interactive_heatmap, interval_errorbar, show_table
 from glauber_mlm.stats import (censored_median, censored_median_ci, fit_exponent_ci, fit_scaling_ci, judge_laws,
                                law_exponent, law_function, nlogn_curvature, ratio_trend, slow_to_fast_boundary,
                                tell_apart)
@@ -195,7 +195,7 @@ boundaries = {m.name: slow_to_fast_boundary(*phase[phase.model == m.name].groupb
 
 finite_T = phase.median_time[np.isfinite(phase.median_time)]
 vmin = max(1.0, finite_T.min()) if len(finite_T) else 1.0
-from glauber_mlm.plots import MAX_WIDTH, panels
+from glauber_mlm.pages.plots import MAX_WIDTH, panels
 
 # one model per row, each as wide as the column allows, so that every cell's label reads on the page
 fig, model_axes = panels(len(mlms), width=min(MAX_WIDTH, 1.05 * len(taus) + 2.6), height=0.55 * len(ns) + 1.5,
@@ -404,7 +404,7 @@ glue("scaling_finding", Markdown(" ".join(scaling_finding)
 show_table(exponent)
 
 # %%
-from glauber_mlm.plots import legend_outside, log_axis_at, panels
+from glauber_mlm.pages.plots import legend_outside, log_axis_at, panels
 
 fig, axes = panels(2, height=4.6)
 for tau in scaling_taus:

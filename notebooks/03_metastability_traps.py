@@ -76,11 +76,12 @@ import pandas as pd
 import torch
 
 import glauber_mlm as gm
-from glauber_mlm import conditions, planted, semantic
-from glauber_mlm.checks import Check, smallest_decisive
-from glauber_mlm.notebook import Run
-from glauber_mlm.passages import load_passages, sample_passages
-from glauber_mlm.plots import interactive_map, interval_errorbar, show_table, temperature_axis
+from glauber_mlm.measures import margins, semantic
+from glauber_mlm.pages import planted
+from glauber_mlm.pages.checks import Check, smallest_decisive
+from glauber_mlm.pages.run import Run
+from glauber_mlm.models.passages import load_passages, sample_passages
+from glauber_mlm.pages.plots import interactive_map, interval_errorbar, show_table, temperature_axis
 from IPython.display import Markdown
 from myst_nb import glue
 from glauber_mlm.stats import bootstrap_ci, km_median, km_survival, proportion_ci
@@ -231,7 +232,7 @@ calibration = run.save_table(pd.DataFrame(
 show_table(calibration)
 
 # %%
-from glauber_mlm.plots import legend_outside, panels as book_panels
+from glauber_mlm.pages.plots import legend_outside, panels as book_panels
 
 fig, axes = book_panels(2, height=3.8)
 ax = axes[0]
@@ -323,7 +324,7 @@ if run["umap"]:
     maps.append(("UMAP", um))
 run.save_table(trajectory, "trajectory")
 
-from glauber_mlm.plots import legend_outside, panels as book_panels
+from glauber_mlm.pages.plots import legend_outside, panels as book_panels
 
 fig, axes = book_panels(len(maps) + 1, height=4.2)
 for ax, (name, Y) in zip(axes, maps):
@@ -531,7 +532,7 @@ if trap_to_decide:
 show_table(trap_calibration)
 
 # %%
-from glauber_mlm.plots import legend_outside, panels as book_panels
+from glauber_mlm.pages.plots import legend_outside, panels as book_panels
 
 bars_height = 0.9 + 0.3 * 2 * PS  # one bar per chain, above the survival curves
 fig, (ax, a2) = book_panels(2, height=(bars_height + 3.2) / 2, per_row=1,
@@ -622,7 +623,7 @@ show_table(criterion[["radius_quantile", "radius", "pairs", "time_trapped_low", 
                       "difference", "ci_low", "ci_high", "separates"]])
 
 # %%
-from glauber_mlm.plots import legend_outside, panels as book_panels
+from glauber_mlm.pages.plots import legend_outside, panels as book_panels
 
 fig, axes = book_panels(3, height=3.8)
 panels = [("time_trapped", "time_trapped_ci_low", "time_trapped_ci_high", "fraction of time trapped"),
@@ -715,7 +716,7 @@ escape_fraction = run.save_table(pd.DataFrame(rows_out), "escape_fraction")
 show_table(escape_fraction)
 
 # %%
-from glauber_mlm.plots import legend_outside, panels as book_panels
+from glauber_mlm.pages.plots import legend_outside, panels as book_panels
 
 fig, axes = book_panels(2, height=4.6)
 ax = axes[0]
@@ -790,7 +791,7 @@ glue("escape_finding", Markdown("Chains that reach each δ within the run: " + "
 # The theorem says escape from a basin takes a time exponential in $m/\tau$, so log escape time should grow
 # linearly in $1/\tau$. Each escape-fraction chain's first recorded step at distance $\geq \delta$ from its start,
 # for the middle calibrated δ, is its escape time, censored at {glue:text}`reach_steps` steps when it never gets there.
-# `conditions.fit_censored_dwell` fits log E[escape time] $= c/\tau + b$ by maximum likelihood for geometric escapes
+# `margins.fit_censored_dwell` fits log E[escape time] $= c/\tau + b$ by maximum likelihood for geometric escapes
 # with right-censoring (a chain still within δ at the end counts as "at least this long"), and its 95 % interval
 # resamples the starting passages (the chains from one start share it). The check: $c > 0$, its 95 % lower bound
 # above zero.
@@ -807,7 +808,7 @@ mid_q = sorted(q_deltas)[len(q_deltas) // 2]
 mid_delta = deltas[q_deltas.index(mid_q)]
 t_mid, esc_mid = semantic.first_exit(reach_dist < mid_delta, reach.steps.numpy())   # (temperatures · chains,)
 inv_tau = 1 / taus.numpy()
-slope_fit = conditions.fit_censored_dwell(inv_tau, t_mid, ~esc_mid, reach_start, n_boot=300, seed=run["seed"])
+slope_fit = margins.fit_censored_dwell(inv_tau, t_mid, ~esc_mid, reach_start, n_boot=300, seed=run["seed"])
 escape_slope = run.save_table(pd.DataFrame([dict(delta=mid_delta, delta_quantile=mid_q, chains=len(t_mid),
                                                  starts=P, censored=slope_fit["censored"], **{
     k: slope_fit[k] for k in ("slope", "slope_low", "slope_high", "intercept")})]), "escape_slope")
@@ -826,7 +827,7 @@ escape_calibration = run.save_table(pd.DataFrame(
 show_table(escape_slope)
 
 # %%
-from glauber_mlm.plots import panels as book_panels
+from glauber_mlm.pages.plots import panels as book_panels
 
 fig, axes = book_panels(1, height=3.8)
 ax = axes[0]

@@ -66,12 +66,12 @@ import pandas as pd
 import torch
 
 import glauber_mlm as gm
-from glauber_mlm import political, semantic
-from glauber_mlm.checks import Check, smallest_decisive
-from glauber_mlm.notebook import Run
-from glauber_mlm.passages import DATA, load_passages, load_political_text, sample_passages
-from glauber_mlm.planted import blocked_trend_calibration, level_gap_calibration
-from glauber_mlm.plots import interactive_map, interval_errorbar, show_table, temperature_axis
+from glauber_mlm.measures import political, semantic
+from glauber_mlm.pages.checks import Check, smallest_decisive
+from glauber_mlm.pages.run import Run
+from glauber_mlm.models.passages import DATA, load_passages, load_political_text, sample_passages
+from glauber_mlm.pages.planted import blocked_trend_calibration, level_gap_calibration
+from glauber_mlm.pages.plots import interactive_map, interval_errorbar, show_table, temperature_axis
 from glauber_mlm.stats import km_median, km_survival
 
 # cpu: sized so that the whole book (`make book FORCE=1`) fits in 30 minutes on 2 CPU cores without native bf16
@@ -131,8 +131,8 @@ def planned_work(p: dict) -> list[Work]:
     """04_political_basins: the chains `gm.glauber(mlm, inits, steps)` (temperatures × 2 start types × starts × seeds);
     the sentences `semantic.embed` gets: the labelled text (`political.subsample` of data/political.jsonl, its first
     128 word pieces), the base-rate passages (≤ every passage, or base_passages) and every record of the chains (≤)."""
-    from glauber_mlm.passages import load_passages, load_political_text
-    from glauber_mlm.political import subsample
+    from glauber_mlm.models.passages import load_passages, load_political_text
+    from glauber_mlm.measures.political import subsample
 
     if p["passages"] != "embedded":
         raise ValueError(f"04_political_basins needs passages='embedded' (the only source with topics), "
@@ -308,7 +308,7 @@ time_in_region = run.save_table(pd.DataFrame(tir), "time_in_region")
 show_table(time_in_region)
 
 # %%
-from glauber_mlm.plots import legend_outside, panels
+from glauber_mlm.pages.plots import legend_outside, panels
 
 static = base_rate.set_index("passages")
 fig, axes = panels(2, height=5.0)
@@ -422,7 +422,7 @@ escape_times = run.save_table(pd.DataFrame(esc, columns=[
 show_table(escape_times)
 
 # %%
-from glauber_mlm.plots import legend_outside, panels
+from glauber_mlm.pages.plots import legend_outside, panels
 
 fig, (ax,) = panels(1, width=8.5, height=4.0)
 for k, tau in enumerate(temps):

@@ -78,12 +78,12 @@ from matplotlib.ticker import NullFormatter
 from myst_nb import glue
 
 import glauber_mlm as gm
-from glauber_mlm import conditions
-from glauber_mlm.checks import Check
-from glauber_mlm.notebook import Run
-from glauber_mlm.passages import load_passages, passage_pairs, sample_passages
-from glauber_mlm.planted import dwell_fit_calibration, fast_cells_calibration
-from glauber_mlm.plots import interval_errorbar, show_table
+from glauber_mlm.measures import margins
+from glauber_mlm.pages.checks import Check
+from glauber_mlm.pages.run import Run
+from glauber_mlm.models.passages import load_passages, passage_pairs, sample_passages
+from glauber_mlm.pages.planted import dwell_fit_calibration, fast_cells_calibration
+from glauber_mlm.pages.plots import interval_errorbar, show_table
 from glauber_mlm.stats import bootstrap_ci, censored_median, slow_to_fast_boundary
 
 # cpu: sized so that the whole book (`make book FORCE=1`) fits in 30 minutes on 2 CPU cores without native bf16
@@ -168,7 +168,7 @@ def planned_work(p: dict) -> list[Work]:
     the small phase diagram `gm.coupling_times` per phase length (≤ 2 · phase_temperatures · pairs · budget; run only
     when 02's table is absent); the margin chains `gm.glauber(mlm, init, steps)` (chain_temperatures ×
     chain_passages × seeds); `gm.local_margins` on every record (records · chains · L fp32); and
-    `conditions.token_margins` on ≤ dwell_states dwells per chain temperature (· L fp32)."""
+    `margins.token_margins` on ≤ dwell_states dwells per chain temperature (· L fp32)."""
     m, L, c, r = p["model"], p["chain_length"], p["contexts"], p["replacements"]
     (mixing,) = upstream("05_influence_and_margin")  # its phase diagram replaces the small one
     B = len(p["chain_temperatures"]) * p["chain_passages"] * p["seeds"]
@@ -226,7 +226,7 @@ infl_rows, summaries = [], {}
 for n in ns:
     alpha = gm.influence_matrix(mlm, influence_contexts[n], taus, replacements=design[n][1], top_k=run["top_k"],
                                 seed=run["seed"], progress=True)
-    s = conditions.summarise_influence(alpha, taus, seed=run["seed"])
+    s = margins.summarise_influence(alpha, taus, seed=run["seed"])
     summaries[n] = s
     for t, tau in enumerate(taus):
         half = (s.saturation_contexts.size + 1) // 2 - 1
@@ -242,7 +242,7 @@ saturation = run.save_table(pd.concat([pd.DataFrame(dict(
 show_table(total.pivot(index="temperature", columns="length", values="total_influence").reset_index())
 
 # %%
-from glauber_mlm.plots import legend_outside, panels
+from glauber_mlm.pages.plots import legend_outside, panels
 
 fig, length_axes = panels(len(full_ns), height=3.6)  # the lengths with every context (the others have a few)
 for ax, n in zip(length_axes, full_ns):
@@ -379,7 +379,7 @@ show_table(tested)
 # ```
 
 # %%
-from glauber_mlm.plots import legend_outside, log_axis_at, panels, temperature_axis
+from glauber_mlm.pages.plots import legend_outside, log_axis_at, panels, temperature_axis
 
 fig, (a1, a2) = panels(2, width=8.4, height=3.9, per_row=1)  # one above the other: each has a long legend
 for k, n in enumerate(ns):
@@ -565,7 +565,7 @@ margin_summary = run.save_table(pd.DataFrame(summary), "margin_summary")
 show_table(margin_summary)
 
 # %%
-from glauber_mlm.plots import legend_outside, panels
+from glauber_mlm.pages.plots import legend_outside, panels
 
 fig, (a1, a2) = panels(2, height=3.8)
 bins = np.linspace(0, max(1.0, margins.margin.quantile(0.99)), 40)
@@ -625,11 +625,11 @@ glue("margins_finding", Markdown(
 # it; runs still going when the chain stops are censored: they count as "at least this long", never as escapes. The
 # **margin of the trap**
 # is the state's smallest token margin over its sites, m = min_i [ℓ_i(x_i) − max_{v≠x_i} ℓ_i(v)]
-# (`conditions.token_margins`): positive exactly when every site holds its argmax (a local trap), and then
+# (`margins.token_margins`): positive exactly when every site holds its argmax (a local trap), and then
 # equal to the smallest local margin. Under random scan the state is left at rate ≈ (1/n) e^{−m/τ} through its
 # least-held site, so metastability predicts log dwell ≈ c · m/τ + b with c ≈ 1. A single state's dwell is
 # geometric by construction (each step leaves it with a fixed probability), so we fit c by the geometric likelihood
-# with right-censoring (`conditions.fit_censored_dwell`: escape hazard e^{−(c·m/τ + b)} per step) over the trapped
+# with right-censoring (`margins.fit_censored_dwell`: escape hazard e^{−(c·m/τ + b)} per step) over the trapped
 # states (m > 0) of all temperatures together, with a bootstrap interval over chains (the independent units; a
 # chain's dwells share its passage and its history). The rule for "c = 1", stated before the run, is an equivalence
 # margin: c's 95% interval lies inside [0.5, 1.5]. Both checks are calibrated at this design on planted censored
@@ -638,14 +638,14 @@ glue("margins_finding", Markdown(
 # size stated above (chosen without looking at their length, so the subset is not biased).
 
 # %%
-d = conditions.dwells(traj.changed, traj.states)
+d = margins.dwells(traj.changed, traj.states)
 # a uniform random subset of at most run["dwell_states"] dwells per temperature (each state costs n conditionals)
 g = torch.Generator().manual_seed(run["seed"])
 d_temp = chain_temp[d.chain]
 keep = torch.cat([idx[torch.randperm(idx.numel(), generator=g)[: run["dwell_states"]]]
                   for idx in (torch.nonzero(d_temp == tau).flatten() for tau in chain_taus)]).sort().values
 uniq, inverse = torch.unique(d.states[keep], dim=0, return_inverse=True)
-tm = conditions.token_margins(mlm, uniq, progress=True)[inverse].min(1).values  # smallest token margin of each state
+tm = margins.token_margins(mlm, uniq, progress=True)[inverse].min(1).values  # smallest token margin of each state
 dwell = pd.DataFrame(dict(temperature=d_temp[keep].numpy(), chain=d.chain[keep].numpy(), start=d.start[keep].numpy(),
                           dwell=d.length[keep].numpy(), censored=d.censored[keep].numpy(), margin=tm.numpy()))
 print(f"{len(d.length)} dwells in all; margins measured on {len(keep)} of them ({len(uniq)} distinct states)")
@@ -654,7 +654,7 @@ dwell["trap"] = dwell.margin > 0
 run.save_table(dwell, "dwell_vs_margin")
 fit_rows = dwell[dwell.trap]
 chain_ids = (fit_rows.temperature.astype(str) + "/" + fit_rows.chain.astype(str)).to_numpy()
-fit = conditions.fit_censored_dwell(fit_rows.margin_over_tau, fit_rows.dwell, fit_rows.censored, chain_ids,
+fit = margins.fit_censored_dwell(fit_rows.margin_over_tau, fit_rows.dwell, fit_rows.censored, chain_ids,
                                     seed=run["seed"])
 fit_table = pd.DataFrame([dict(fit="log E[dwell] ≈ c·m/τ + b (censored geometric)", c=fit["slope"],
                                c_low=fit["slope_low"], c_high=fit["slope_high"], b=fit["intercept"], traps=fit["count"],
@@ -675,7 +675,7 @@ run.save_table(fit_table, "dwell_fit")
 show_table(fit_table)
 
 # %%
-from glauber_mlm.plots import legend_outside, panels
+from glauber_mlm.pages.plots import legend_outside, panels
 
 # left: the traps (m > 0) the fit reads, on an axis from 0 to their largest m/τ; right: every measured visit, on a
 # symmetric-log axis (linear within ±1), so that the many visits left of zero do not squeeze the traps

@@ -88,12 +88,12 @@ from IPython.display import Markdown
 from myst_nb import glue
 
 import glauber_mlm as gm
-from glauber_mlm.checks import Check, smallest_decisive
+from glauber_mlm.pages.checks import Check, smallest_decisive
 from glauber_mlm.diagnostics import ESS_MIN, RHAT_MAX, paired_difference
-from glauber_mlm.notebook import Run
-from glauber_mlm.passages import load_passages, passage_pairs, sample_passages
-from glauber_mlm.planted import ar1_phi_for_ess, paired_difference_calibration, rhat_agreement_calibration
-from glauber_mlm.plots import interval_errorbar, show_table, temperature_axis
+from glauber_mlm.pages.run import Run
+from glauber_mlm.models.passages import load_passages, passage_pairs, sample_passages
+from glauber_mlm.pages.planted import ar1_phi_for_ess, paired_difference_calibration, rhat_agreement_calibration
+from glauber_mlm.pages.plots import interval_errorbar, show_table, temperature_axis
 from glauber_mlm.stats import bootstrap_ci, km_median, proportion_ci, slow_to_fast_boundary
 
 THRESHOLDS = (RHAT_MAX, 1.05)  # ArviZ's R̂ threshold (Vehtari et al. 2021) and a laxer one, for the sensitivity
@@ -214,7 +214,7 @@ rhat = run.save_table(pd.DataFrame(rows), "rhat")
 show_table(rhat)
 
 # %%
-from glauber_mlm.plots import legend_outside, panels
+from glauber_mlm.pages.plots import legend_outside, panels
 
 fig, axes = panels(T, height=2.8, sharey=True)
 for ax, k in zip(axes, range(T)):
@@ -307,7 +307,7 @@ views[["temperature", "pll_rhat", "p_late", "median_time", "regime",
 
 # %%
 RHAT_CEILING = 2.0  # larger (or infinite) R̂ is drawn at the ceiling, with a triangle: the thresholds stay apart
-from glauber_mlm.plots import legend_outside, panels
+from glauber_mlm.pages.plots import legend_outside, panels
 
 fig, (left, right) = panels(2, height=4.6)
 for name, g in rhat.groupby("summary", sort=False):
@@ -459,7 +459,7 @@ show_table(acceptance)
 cells.pivot(index="temperature", columns="sampler", values=["p_late", "median_time"])
 
 # %%
-from glauber_mlm.plots import legend_outside, panels
+from glauber_mlm.pages.plots import legend_outside, panels
 
 fig, axes = panels(3, height=4.0)
 for (L, g), shift in zip(acceptance.groupby("length"), np.linspace(0.96, 1.04, len(mh_lengths))):

@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-import glauber_mlm.hf as hf
+import glauber_mlm.models.hf as hf
 from glauber_mlm import Rectangles, coupling_times, exact, glauber, load_mlm, rectangle_statistic
 from tiny_models import save_tiny
 

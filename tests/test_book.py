@@ -51,7 +51,7 @@ EXAMPLE = textwrap.dedent('''\
 
     import glauber_mlm as gm
     from glauber_mlm import exact
-    from glauber_mlm.notebook import Run
+    from glauber_mlm.pages.run import Run
 
     PROFILES = {
         "smoke": dict(models=["ising"], device=None, seed=0, chains=4, steps=40),
@@ -314,7 +314,7 @@ def test_book_renders_math_without_the_network(built):
 
 
 def test_run_parameter_checks_name_the_parameter_and_the_rule(tmp_path):
-    from glauber_mlm.notebook import Run
+    from glauber_mlm.pages.run import Run
 
     profiles = {"cpu": dict(steps=10, big=True, temps=[0.5, 2], tau=0.5, bad_temps=[1.0, -1.0], word="ten")}
     run = Run("99_checks", "cpu", profiles, tmp_path)
@@ -351,7 +351,7 @@ def test_pages_fold_the_machinery_and_offer_their_files(built):
 def test_run_takes_from_the_namespace_only_the_profile_keys_and_refuses_a_clash(tmp_path):
     import numpy as np
 
-    from glauber_mlm.notebook import Run
+    from glauber_mlm.pages.run import Run
 
     profiles = {"smoke": dict(seed=0, steps=3, chains=2)}
     namespace = {"steps": 5, "chains": None, "np": np, "other": 1, "profile": "smoke"}  # a None keeps the profile's

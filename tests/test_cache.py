@@ -8,7 +8,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from glauber_mlm import book, contract, hf
+from glauber_mlm import book, contract
+from glauber_mlm.models import hf
 from glauber_mlm.book import cache, command, plan, reuse
 from glauber_mlm.book.execute import prepare_parameters
 from glauber_mlm.cli import main as cli_main

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from glauber_mlm import Rectangles, exact, load_mlm, random_rectangles, rectangle_statistic
-from glauber_mlm.compatibility import CandidatePairs, compatibility_test, top_k_candidates
+from glauber_mlm.measures.compatibility import CandidatePairs, compatibility_test, top_k_candidates
 from tiny_models import save_tiny
 
 

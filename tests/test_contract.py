@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from glauber_mlm import contract, hf
+from glauber_mlm import contract
+from glauber_mlm.models import hf
 from glauber_mlm.book import BookError, NOTEBOOKS, resolve_parameters
-from glauber_mlm.notebook import Run
+from glauber_mlm.pages.run import Run
 from tiny_models import save_tiny
 
 SRC = Path(contract.__file__).parent

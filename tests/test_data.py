@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from glauber_mlm import data
+from glauber_mlm.build import data
 
 SENT = "The {w} committee met on {d} to discuss the plan for the {w} region and its people."
 SPLITS = {
@@ -230,7 +230,7 @@ def _copy_data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """data/MANIFEST.json and data/passages.jsonl copied under tmp_path, which the loaders then read."""
     import shutil
 
-    from glauber_mlm import passages
+    from glauber_mlm.models import passages
 
     for name in ("MANIFEST.json", "passages.jsonl"):
         shutil.copy(passages.DATA / name, tmp_path / name)
@@ -239,7 +239,7 @@ def _copy_data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def test_loader_verifies_manifest_checksum(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from glauber_mlm.passages import load_passages
+    from glauber_mlm.models.passages import load_passages
 
     folder = _copy_data(tmp_path, monkeypatch)
     assert len(load_passages(limit=3)) == 3
@@ -253,7 +253,7 @@ def test_loader_verifies_manifest_checksum(tmp_path: Path, monkeypatch: pytest.M
 
 
 def test_loader_names_file_and_line_of_a_parse_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from glauber_mlm.passages import load_passages
+    from glauber_mlm.models.passages import load_passages
 
     folder = _copy_data(tmp_path, monkeypatch)
     bad = folder / "passages.jsonl"

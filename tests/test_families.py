@@ -19,7 +19,7 @@ import pytest
 import torch
 
 from glauber_mlm import coupling_times, glauber, load_mlm, random_rectangles, rectangle_test
-from glauber_mlm.passages import load_passages
+from glauber_mlm.models.passages import load_passages
 
 tokenizers = pytest.importorskip("tokenizers")
 transformers = pytest.importorskip("transformers")

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from glauber_mlm.book.parameters import declared_profiles, notebook_source
-from glauber_mlm.planted import every_cell_fast, fast_cells_calibration, ising_coupling_samples
+from glauber_mlm.pages.planted import every_cell_fast, fast_cells_calibration, ising_coupling_samples
 
 
 def test_the_rule_reads_the_censored_median():

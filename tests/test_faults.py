@@ -20,7 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from glauber_mlm import contract, data
+from glauber_mlm import contract
+from glauber_mlm.build import data
 from glauber_mlm.book import command, lock, publish
 from glauber_mlm.cli import main as cli_main
 from test_book import EXAMPLE

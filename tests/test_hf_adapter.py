@@ -3,7 +3,7 @@ import pytest
 import torch
 
 from glauber_mlm import load_mlm, log_conditionals
-from glauber_mlm.data import refresh_model_checksums
+from glauber_mlm.build.data import refresh_model_checksums
 from tiny_models import SPECIALS, save_tiny
 
 
@@ -65,7 +65,7 @@ def test_bf16_default_is_close_to_fp32(tmp_path):
 
 
 def test_an_embedded_model_loads_by_its_folder_name(tmp_path, monkeypatch):
-    from glauber_mlm import hf
+    from glauber_mlm.models import hf
 
     save_tiny(tmp_path / "models" / "tiny-embedded", "bert")
     (tmp_path / "MANIFEST.json").write_text('{"models": []}')

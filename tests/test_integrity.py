@@ -12,7 +12,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from glauber_mlm import checkpoint, data, exact, glauber, hf, load_mlm
+from glauber_mlm import checkpoint, exact, glauber, load_mlm
+from glauber_mlm.build import data
+from glauber_mlm.models import hf
 from glauber_mlm.book import cache
 from tiny_models import save_tiny
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from glauber_mlm.diagnostics import RHAT_MAX, coupling_regime
-from glauber_mlm.hf import DEFAULT_MODEL
+from glauber_mlm.models.hf import DEFAULT_MODEL
 from glauber_mlm.stats import km_median
 from notebook_runner import execute, first_cell_error, read_table
 

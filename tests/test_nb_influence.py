@@ -8,17 +8,18 @@ import pytest
 import torch
 
 import glauber_mlm as gm
-from glauber_mlm import conditions, exact
+from glauber_mlm.measures import margins
+from glauber_mlm import exact
 from notebook_runner import read_table
 
 
 def test_crossing_temperature_interpolates_in_log_log():
     taus = [0.5, 1.0, 4.0, 8.0]
-    assert conditions.crossing_temperature(taus, [4 / t for t in taus]) == pytest.approx(4.0)
-    assert conditions.crossing_temperature(taus, [2 / t for t in taus]) == pytest.approx(2.0)  # between 1 and 4
-    assert conditions.crossing_temperature(taus[::-1], [2 / t for t in taus[::-1]]) == pytest.approx(2.0)
-    assert conditions.crossing_temperature(taus, [0.5] * 4) == 0.5  # below the grid: its lowest τ
-    assert conditions.crossing_temperature(taus, [3.0] * 4) == 8.0  # above the grid: its highest τ
+    assert margins.crossing_temperature(taus, [4 / t for t in taus]) == pytest.approx(4.0)
+    assert margins.crossing_temperature(taus, [2 / t for t in taus]) == pytest.approx(2.0)  # between 1 and 4
+    assert margins.crossing_temperature(taus[::-1], [2 / t for t in taus[::-1]]) == pytest.approx(2.0)
+    assert margins.crossing_temperature(taus, [0.5] * 4) == 0.5  # below the grid: its lowest τ
+    assert margins.crossing_temperature(taus, [3.0] * 4) == 8.0  # above the grid: its highest τ
 
 
 def test_summarise_influence_on_the_ising_chain():
@@ -26,7 +27,7 @@ def test_summarise_influence_on_the_ising_chain():
     ising = exact.potts_chain(5, q=2, coupling=J)
     ctx = torch.randint(2, (6, 5), generator=torch.Generator().manual_seed(1))
     alpha = gm.influence_matrix(ising, ctx, taus, replacements=1, top_k=1)
-    s = conditions.summarise_influence(alpha, taus, n_boot=50, n_perm=20)
+    s = margins.summarise_influence(alpha, taus, n_boot=50, n_perm=20)
     assert np.allclose(s.pooled, np.tanh(J / np.array(taus)), atol=1e-5)
     assert np.allclose(s.per_context_mean, s.pooled, atol=1e-5)  # every context attains the sup on the Ising chain
     assert (s.per_context_low <= s.per_context_mean + 1e-9).all() and (s.per_context_mean <= s.per_context_high + 1e-9).all()
@@ -41,11 +42,11 @@ def test_token_margins_sign_and_local_margin():
     J = 1.3
     potts = exact.potts_chain(5, q=3, coupling=J)
     ground = torch.zeros(1, 5, dtype=torch.long)
-    m = conditions.token_margins(potts, ground, chunk=4)
+    m = margins.token_margins(potts, ground, chunk=4)
     assert torch.allclose(m, gm.local_margins(potts, ground))
     flipped = ground.clone()
     flipped[0, 2] = 1  # site 2 now disagrees with both neighbours: its token is 2J below the argmax
-    m = conditions.token_margins(potts, flipped)[0]
+    m = margins.token_margins(potts, flipped)[0]
     assert m[2].item() == pytest.approx(-2 * J)
     assert m[0].item() == pytest.approx(J) and m[1].item() == pytest.approx(0.0)  # site 1: tie between 0 and 1
 
@@ -53,12 +54,12 @@ def test_token_margins_sign_and_local_margin():
 def test_dwells_from_change_flags():
     changed = torch.tensor([[0, 1], [1, 0], [0, 0], [0, 1], [0, 0]], dtype=torch.bool)  # T = 5, B = 2
     states = torch.arange(6 * 2).view(6, 2, 1)
-    d = conditions.dwells(changed, states)
+    d = margins.dwells(changed, states)
     rows = sorted(zip(d.chain.tolist(), d.start.tolist(), d.length.tolist(), d.censored.tolist()))
     assert rows == [(0, 0, 2, False), (0, 2, 3, True), (1, 0, 1, False), (1, 1, 3, False), (1, 4, 1, True)]
     assert d.states[0].item() == states[0, 0].item()
     with pytest.raises(ValueError, match="record_every=1"):
-        conditions.dwells(changed, states[::2])
+        margins.dwells(changed, states[::2])
 
 
 def test_dwell_mean_matches_the_escape_rate():
@@ -66,7 +67,7 @@ def test_dwell_mean_matches_the_escape_rate():
     n, J, tau = 4, 1.5, 1.0
     ising = exact.potts_chain(n, 2, J)
     traj = gm.glauber(ising, torch.zeros(64, n, dtype=torch.long), 3000, tau, seed=3)
-    d = conditions.dwells(traj.changed, traj.states)
+    d = margins.dwells(traj.changed, traj.states)
     ground = ((d.states == 0).all(1) | (d.states == 1).all(1)) & ~d.censored
     stay_end, stay_mid = 1 / (1 + math.exp(-J / tau)), 1 / (1 + math.exp(-2 * J / tau))
     expected = n / (2 * (1 - stay_end) + (n - 2) * (1 - stay_mid))
@@ -77,10 +78,10 @@ def test_fit_log_linear_recovers_the_slope():
     rng = np.random.default_rng(0)
     x = rng.uniform(0, 5, 400)
     y = np.exp(1.7 * x + 0.3 + rng.normal(0, 0.2, x.size))
-    fit = conditions.fit_log_linear(x, y, n_boot=200)
+    fit = margins.fit_log_linear(x, y, n_boot=200)
     assert fit["slope"] == pytest.approx(1.7, abs=0.05) and fit["slope_low"] < 1.7 < fit["slope_high"]
     assert fit["r2"] > 0.95 and fit["count"] == 400
-    assert np.isnan(conditions.fit_log_linear([1, 1, 1], [1, 2, 3])["slope"])
+    assert np.isnan(margins.fit_log_linear([1, 1, 1], [1, 2, 3])["slope"])
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 
-from glauber_mlm.hf import DEFAULT_MODEL
+from glauber_mlm.models.hf import DEFAULT_MODEL
 from glauber_mlm.lag_coupling import LagCoupling, tv_bound
 from notebook_runner import execute, first_cell_error, read_table
 

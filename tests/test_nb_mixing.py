@@ -3,7 +3,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from glauber_mlm.hf import DEFAULT_MODEL
+from glauber_mlm.models.hf import DEFAULT_MODEL
 from glauber_mlm.stats import censored_median, law_exponent
 from notebook_runner import execute, first_cell_error
 
@@ -83,7 +83,7 @@ def test_exponent_fit_and_verdicts(out):
 
 
 def test_the_growth_check_is_the_curvature_rule_with_its_calibration(out):
-    from glauber_mlm.checks import COLUMNS
+    from glauber_mlm.pages.checks import COLUMNS
 
     curv = pd.read_csv(out / "curvature_test.csv")
     assert list(curv.temperature) == [8.0]

@@ -3,9 +3,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from glauber_mlm import political
+from glauber_mlm.measures import political
 from glauber_mlm.book import BookError, NotebookFailed
-from glauber_mlm.hf import DEFAULT_MODEL
+from glauber_mlm.models.hf import DEFAULT_MODEL
 from notebook_runner import execute, first_cell_error
 
 NAME = "04_political_basins"
@@ -156,6 +156,6 @@ def test_document_roles_recompute_the_build_split():
     rows = [dict(doc_id="bbc/politics/001", source="bbc"), dict(doc_id="bbc/politics/001", source="bbc")]
     r = political.document_roles({"x": rows})
     assert r.rows.tolist() == [2] and r.documents.tolist() == [1]
-    from glauber_mlm.data import Doc, role_of
+    from glauber_mlm.build.data import Doc, role_of
     assert r.roles.tolist() == [role_of(Doc("bbc/politics/001", "bbc", None))]
     assert political.shared_documents(rows, [dict(doc_id="bbc/politics/001")]) == {"bbc/politics/001"}

@@ -4,7 +4,7 @@ import pandas as pd
 import pytest
 
 from glauber_mlm.book.errors import BookError
-from glauber_mlm.hf import DEFAULT_MODEL
+from glauber_mlm.models.hf import DEFAULT_MODEL
 from notebook_runner import execute, first_cell_error
 
 NAME = "03_metastability_traps"

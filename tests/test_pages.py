@@ -96,8 +96,8 @@ def test_a_committed_page_carries_its_result_and_its_figures(notebook):
                            for m in re.findall(r"\{glue:figure\} fig:([a-z_]+)", "".join(c["source"]))}
     assert wanted <= glued, f"pasted but never glued: {sorted(wanted - glued)}"
     result = json.loads((notebook.with_suffix("") / "result.json").read_text())
-    from glauber_mlm.checks import COLUMNS
-    from glauber_mlm.verdict import WORDS
+    from glauber_mlm.pages.checks import COLUMNS
+    from glauber_mlm.pages.verdict import WORDS
 
     assert result["verdict"] in {w for words in WORDS.values() for w in words} and result["reason"]
     checks = pd.read_csv(notebook.with_suffix("") / "checks.csv")

@@ -26,9 +26,9 @@ from glauber_mlm.book import cache
 from glauber_mlm.book.parameters import declared_budgets, declared_profiles, profile_at_scale
 from glauber_mlm.book.publish import problems
 from glauber_mlm.cli import main as cli_main
-from glauber_mlm.notebook import scaled_profile
+from glauber_mlm.pages.run import scaled_profile
 from glauber_mlm.contract import MS_MARCO
-from glauber_mlm.passages import load_passages
+from glauber_mlm.models.passages import load_passages
 from test_families import save_family
 
 SCALE = 0.01  # 1 % of every budget: most budgets sit at their least value

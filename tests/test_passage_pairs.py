@@ -3,7 +3,7 @@ import pytest
 import torch
 
 from glauber_mlm import load_mlm
-from glauber_mlm.passages import passage_pairs, sample_passages
+from glauber_mlm.models.passages import passage_pairs, sample_passages
 from tiny_models import WORDS, save_tiny
 
 

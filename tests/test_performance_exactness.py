@@ -6,7 +6,7 @@ import torch
 from scipy.stats import chi2
 
 from glauber_mlm import exact, glauber, load_mlm
-from glauber_mlm.roofline import Shape, shape_from_config, speculation_knee
+from glauber_mlm.models.roofline import Shape, shape_from_config, speculation_knee
 from glauber_mlm.sampling import speculation_width, speculation_widths
 from tiny_models import save_family, save_tiny
 
@@ -135,7 +135,7 @@ def test_speculation_knee_comes_from_the_shape_not_a_clock(tiny_bert):
 
 def test_packed_fp32_head_shares_the_weights_and_gives_the_numbers(tiny_bert):
     """On a CPU the fp32 forward uses the vocabulary projection pre-packed for oneDNN, every other weight shared."""
-    from glauber_mlm.hf import PackedLinear
+    from glauber_mlm.models.hf import PackedLinear
 
     fp32 = tiny_bert.weights_for(torch.float32)
     if fp32 is tiny_bert.model:
@@ -225,7 +225,7 @@ def test_speculative_coupling_gives_the_plain_coupling_times(scan, k):
 
 def test_packed_bf16_weights_equal_unpacked(tiny_bert):
     """oneDNN pre-packed bf16 Linear weights (CPU) give the numbers of plain bf16 weights."""
-    from glauber_mlm.hf import PackedLinear
+    from glauber_mlm.models.hf import PackedLinear
 
     support = torch.nonzero(tiny_bert.support).flatten()
     states = support[torch.randint(support.numel(), (8, 12), generator=torch.Generator().manual_seed(5))]

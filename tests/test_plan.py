@@ -12,12 +12,13 @@ import pytest
 import torch
 
 import glauber_mlm as gm
-from glauber_mlm import conditions, exact, semantic
-from glauber_mlm.book.plan import (PUBLISHED_CONFIGS, CountingModel, Rates, Work, calibrate, forward_flops, has_plan, main,
-                                   model_shape, plan, resolved_parameters, seconds)
-from glauber_mlm.hf import DEFAULT_MODEL
-from glauber_mlm.passages import load_passages, passage_pairs, sample_passages
-from glauber_mlm.rectangle import float64_twin
+from glauber_mlm.measures import margins, semantic
+from glauber_mlm import exact
+from glauber_mlm.book.plan import (PUBLISHED_CONFIGS, CountingModel, Rates, Work, calibrate, forward_flops, has_plan,
+                                   main, model_shape, plan, resolved_parameters, seconds)
+from glauber_mlm.models.hf import DEFAULT_MODEL
+from glauber_mlm.models.passages import load_passages, passage_pairs, sample_passages
+from glauber_mlm.measures.rectangle import float64_twin
 from glauber_mlm.rng import stream
 
 pytestmark = pytest.mark.skipif(not (DEFAULT_MODEL / "model.safetensors").is_file(),
@@ -186,13 +187,13 @@ def test_05_influence_chains_and_margins_against_the_plan(mlm, texts):
     counted = CountingModel(mlm)
     gm.local_margins(counted, traj.states[list(range(0, p["steps"] + 1, p["record_every"]))].reshape(-1, L))
     assert counted.rows == line(works, "local margins").rows
-    d = conditions.dwells(traj.changed, traj.states)
+    d = margins.dwells(traj.changed, traj.states)
     g = torch.Generator().manual_seed(p["seed"])
     d_temp = chain_temp[d.chain]
     keep = torch.cat([idx[torch.randperm(idx.numel(), generator=g)[: p["dwell_states"]]]
                       for idx in (torch.nonzero(d_temp == tau).flatten() for tau in sorted(p["chain_temperatures"]))])
     counted = CountingModel(mlm)
-    conditions.token_margins(counted, torch.unique(d.states[keep], dim=0))
+    margins.token_margins(counted, torch.unique(d.states[keep], dim=0))
     assert 0 < counted.rows <= line(works, "token margins").rows
 
 
@@ -368,7 +369,7 @@ scale = 1.0
 output_dir = None
 
 # %%
-from glauber_mlm.notebook import Run
+from glauber_mlm.pages.run import Run
 
 PROFILES = {"smoke": dict(model=None, chains=3, steps=10), "cpu": dict(model=None, chains=5, steps=100),
             "paper": dict(model="bert-base-uncased", chains=50, steps=1000)}

@@ -2,7 +2,8 @@
 import numpy as np
 import pytest
 
-from glauber_mlm import planted, stats
+from glauber_mlm.pages import planted
+from glauber_mlm import stats
 
 LENGTHS = np.array([8, 16, 32, 64, 128])
 
@@ -87,16 +88,16 @@ def test_the_rhat_rule_decides_with_many_draws_and_not_with_few():
 def test_the_censored_dwell_fit_recovers_c_where_dropping_censored_dwells_biases_it():
     """Planted geometric dwells with c = 1, cut at a short run: the censored likelihood finds c, the old fit on the
     uncensored dwells alone (least squares on log dwell) falls short, because the longest dwells are the censored."""
-    from glauber_mlm import conditions
+    from glauber_mlm.measures import margins
 
     rng = np.random.default_rng(3)
     x = rng.uniform(0, 6, 400)
     groups = np.repeat(np.arange(40), 10)
     d, cens = planted.censored_dwells(rng, x, np.full(400, 100), c=1.0, b=0.5)
     assert 0.2 < cens.mean() < 0.6
-    fit = conditions.fit_censored_dwell(x, d, cens, groups, n_boot=200)
+    fit = margins.fit_censored_dwell(x, d, cens, groups, n_boot=200)
     assert fit["slope_low"] < 1.0 < fit["slope_high"] and abs(fit["slope"] - 1) < 0.15
-    dropped = conditions.fit_log_linear(x[~cens], d[~cens], n_boot=50)
+    dropped = margins.fit_log_linear(x[~cens], d[~cens], n_boot=50)
     assert dropped["slope_high"] < 0.9
 
 

@@ -3,8 +3,8 @@ the planted truths and nulls of their checks (each rule passes on its truth and 
 import numpy as np
 import pytest
 
-from glauber_mlm import planted
-from glauber_mlm.rectangle import noise_tolerance
+from glauber_mlm.pages import planted
+from glauber_mlm.measures.rectangle import noise_tolerance
 from glauber_mlm.stats import spearman_ci, unit_bootstrap_ci
 
 

@@ -3,7 +3,7 @@ reads each cell's own numbers."""
 import numpy as np
 import pandas as pd
 
-from glauber_mlm.plots import MAX_FRAMES, interactive_heatmap, interactive_map
+from glauber_mlm.pages.plots import MAX_FRAMES, interactive_heatmap, interactive_map
 
 
 def chains(steps: range) -> pd.DataFrame:
@@ -55,7 +55,7 @@ def test_panels_put_at_most_two_side_by_side_and_refuse_a_figure_wider_than_the_
     import matplotlib.pyplot as plt
     import pytest
 
-    from glauber_mlm.plots import DPI, MAX_WIDTH, legend_outside, log_axis_at, panels
+    from glauber_mlm.pages.plots import DPI, MAX_WIDTH, legend_outside, log_axis_at, panels
 
     fig, axes = panels(3)
     assert len(axes) == 3 and len(fig.axes) == 3  # the empty fourth slot is removed

@@ -5,7 +5,8 @@ import pandas as pd
 import pytest
 import torch
 
-from glauber_mlm import planted, political
+from glauber_mlm.pages import planted
+from glauber_mlm.measures import political
 
 
 def planted_chains(effect, starts=12, taus=(0.1, 0.25, 0.5, 1.0), seed=0):
@@ -57,7 +58,7 @@ def test_false_positives_on_edited_text_follow_the_edit_rate():
 
 
 def test_matched_rate_edits_change_tokens_at_each_chain_rate():
-    from glauber_mlm import semantic
+    from glauber_mlm.measures import semantic
 
     x0 = torch.zeros(3, 12, dtype=torch.long)
     states, steps = semantic.matched_rate_edits(x0, 4000, [0.0, 0.02, 0.5], [3, 4, 5], record_every=50, seed=1)

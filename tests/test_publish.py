@@ -16,7 +16,7 @@ import pytest
 from glauber_mlm import book, contract
 from glauber_mlm.book import publish
 from glauber_mlm.cli import main as cli_main
-from glauber_mlm.notebook import Run
+from glauber_mlm.pages.run import Run
 from test_book import EXAMPLE
 
 NAME = "99_example"

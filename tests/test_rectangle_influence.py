@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from glauber_mlm import Rectangles, exact, load_mlm, random_rectangles, rectangle_statistic, rectangle_test
-from glauber_mlm.rectangle import float64_twin
+from glauber_mlm.measures.rectangle import float64_twin
 from tiny_models import save_tiny
 from glauber_mlm.stats import censored_median_ci, fit_scaling_ci
 

@@ -5,8 +5,8 @@ import warnings
 import pytest
 import torch
 
-import glauber_mlm.conditionals as conditionals
-import glauber_mlm.hf as hf
+import glauber_mlm.validate as validate
+import glauber_mlm.models.hf as hf
 from glauber_mlm import (Rectangles, coupling_times, exact, glauber, influence_matrix, load_mlm, log_conditionals,
                          maximal_coupling, random_rectangles, rectangle_test)
 from glauber_mlm.rng import sample_categorical
@@ -193,7 +193,7 @@ def test_a_run_that_cannot_fit_in_memory_is_refused_before_it_starts():
 
 
 def test_memory_estimate_against_available_memory(monkeypatch):
-    monkeypatch.setattr(conditionals, "available_memory", lambda device: 200_000)
+    monkeypatch.setattr(validate, "available_memory", lambda device: 200_000)
     init = torch.zeros(100, 4, dtype=torch.long)
     with pytest.raises(MemoryError, match=r"keep fewer states with record_every > 1"):
         glauber(POTTS, init, steps=100)  # 101 recorded states of 100 × 4 int64: 323 kB

@@ -9,7 +9,7 @@ import pytest
 
 from glauber_mlm import book
 from glauber_mlm.book.parameters import declared_profiles
-from glauber_mlm.checks import rules_hash, rules_source
+from glauber_mlm.pages.checks import rules_hash, rules_source
 
 ROOT = Path(__file__).resolve().parents[1]
 RECORD = json.loads((ROOT / "notebooks" / "rules.json").read_text())

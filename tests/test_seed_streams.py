@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from glauber_mlm.notebook import Run
+from glauber_mlm.pages.run import Run
 from glauber_mlm.rng import NAMED_STREAMS, stream
 
 

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from glauber_mlm import political, semantic
+from glauber_mlm.measures import political, semantic
 
 
 def planted(seed=0, d=8):

@@ -26,7 +26,7 @@ def test_interval_errorbar_refuses_an_interval_that_excludes_its_estimate():
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from glauber_mlm.plots import interval_errorbar, plain_log_ticks, temperature_axis
+    from glauber_mlm.pages.plots import interval_errorbar, plain_log_ticks, temperature_axis
 
     fig, ax = plt.subplots()
     bars = interval_errorbar(ax, [1, 2, 4], [3.0, 2.0, 1.0], [2.0, 2.0, 0.5], [4.0, 2.5, 1.5], marker="o")

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from glauber_mlm import train
+from glauber_mlm.build import train
 
 REPO = Path(__file__).resolve().parents[1]
 MODEL_DIR = REPO / "data" / "models" / "minilm-mlm"

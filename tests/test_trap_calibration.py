@@ -5,7 +5,8 @@ import pandas as pd
 import pytest
 import torch
 
-from glauber_mlm import exact, semantic
+from glauber_mlm import exact
+from glauber_mlm.measures import semantic
 
 
 def test_one_token_neighbours_differ_at_exactly_one_site_and_are_seeded():

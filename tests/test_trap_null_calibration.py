@@ -4,7 +4,8 @@ trajectories with the same edit rate, and the escape rules on planted censored e
 import numpy as np
 import pytest
 
-from glauber_mlm import conditions, planted, semantic
+from glauber_mlm.measures import margins, semantic
+from glauber_mlm.pages import planted
 from glauber_mlm.stats import bootstrap_ci
 
 
@@ -59,10 +60,10 @@ def test_the_censored_slope_recovers_a_planted_slope_and_its_interval_is_over_st
     rng = np.random.default_rng(3)
     x, t, escaped, start = planted.arrhenius_escapes(rng, temps, 200, 8, 500, 10, slope, intercept, start_sd=0.0)
     assert t.max() == 500 and (t[~escaped] == 500).all() and (t % 10 == 0).all() and (~escaped).any()
-    fit = conditions.fit_censored_dwell(x, t, ~escaped, start, n_boot=200)
+    fit = margins.fit_censored_dwell(x, t, ~escaped, start, n_boot=200)
     assert fit["slope_low"] <= slope <= fit["slope_high"] and fit["slope_low"] > 0
     _, t0, e0, s0 = planted.arrhenius_escapes(rng, temps, 200, 8, 500, 10, 0.0, intercept + slope, start_sd=0.0)
-    flat = conditions.fit_censored_dwell(x, t0, ~e0, s0, n_boot=200)
+    flat = margins.fit_censored_dwell(x, t0, ~e0, s0, n_boot=200)
     assert flat["slope_low"] <= 0 <= flat["slope_high"]
 
 
@@ -71,19 +72,19 @@ def test_the_weighted_newton_fit_is_the_maximum_likelihood_fit():
     x = rng.uniform(0, 5, 80)
     d, cens = planted.censored_dwells(rng, x, rng.integers(5, 500, 80), c=0.6, b=0.5)
     start = np.array([0.0, np.log(d.mean())])
-    one = conditions._censored_dwell_mle(x, d, cens, start)
+    one = margins._censored_dwell_mle(x, d, cens, start)
     w = np.stack([np.ones(80), rng.integers(0, 3, 80)]).astype(float)
-    both = conditions._censored_dwell_mle_weighted(x, d, cens, w, one)
+    both = margins._censored_dwell_mle_weighted(x, d, cens, w, one)
     assert np.allclose(both[0], one, atol=1e-4)
     k = np.repeat(np.arange(80), w[1].astype(int))             # weights are repeated rows
-    assert np.allclose(both[1], conditions._censored_dwell_mle(x[k], d[k], cens[k], one), atol=1e-4)
+    assert np.allclose(both[1], margins._censored_dwell_mle(x[k], d[k], cens[k], one), atol=1e-4)
 
 
 def test_escapes_at_one_temperature_only_have_no_finite_slope():
     x = np.repeat([10.0, 1.0], 4)
     d = np.array([28, 28, 28, 28, 4, 8, 28, 28.0])
     cens = np.array([1, 1, 1, 1, 0, 0, 1, 1], bool)           # every chain at the low τ (x = 10) censored
-    assert np.isnan(conditions.fit_censored_dwell(x, d, cens, np.tile([0, 1], 4), n_boot=50)["slope"])
+    assert np.isnan(margins.fit_censored_dwell(x, d, cens, np.tile([0, 1], 4), n_boot=50)["slope"])
 
 
 def test_the_escape_rules_pass_with_a_slope_and_fail_without_one_at_the_cpu_design():

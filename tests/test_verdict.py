@@ -6,9 +6,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from glauber_mlm.checks import COLUMNS, Calibration, Check, calibrate, smallest_decisive, table
-from glauber_mlm.notebook import Run
-from glauber_mlm.verdict import box_markdown, judge
+from glauber_mlm.pages.checks import COLUMNS, Calibration, Check, calibrate, smallest_decisive, table
+from glauber_mlm.pages.run import Run
+from glauber_mlm.pages.verdict import box_markdown, judge
 
 STRONG, WEAK = Calibration(0.95, 0.02, 40, "planted"), Calibration(0.6, 0.3, 40, "planted")
 

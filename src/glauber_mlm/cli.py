@@ -5,8 +5,8 @@ import importlib
 import sys
 
 COMMANDS = {
-    "build-data": ("glauber_mlm.data", "build the starting passages, political text and training text in data/"),
-    "train-model": ("glauber_mlm.train", "train the embedded default MLM into data/models/"),
+    "build-data": ("glauber_mlm.build.data", "build the starting passages, political text and training text in data/"),
+    "train-model": ("glauber_mlm.build.train", "train the embedded default MLM into data/models/"),
     "run": ("glauber_mlm.book", "execute one notebook with papermill into the book"),
     "book": ("glauber_mlm.book", "execute the notebooks whose inputs changed and build the Jupyter Book"),
     "verify": ("glauber_mlm.book", "re-execute the published notebooks in a scratch folder and compare every table"),

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .conditionals import check_real
+from .validate import check_real
 
 RHAT_MAX = 1.01  # Vehtari et al. (2021), §4: use the sample only if R̂ < 1.01
 ESS_MIN = 400  # Vehtari et al. (2021), §4: bulk (and tail) ESS ≥ 400, i.e. ≥ 100 per chain with 4 chains

@@ -11,7 +11,7 @@ import itertools
 
 import torch
 
-from .conditionals import check_int, check_real
+from .validate import check_int, check_real
 from .rng import check_seed
 
 

@@ -17,9 +17,10 @@ from dataclasses import dataclass
 
 import torch
 
-from .conditionals import ConditionalModel, as_temperatures, conditional_probabilities
-from .rng import (BRANCH_STREAM, SITE_STREAM, TOKEN_STREAM, X_STREAM, Y_STREAM, check_probabilities,
-                  sample_categorical, uniforms)
+from .conditionals import ConditionalModel, conditional_probabilities
+from .validate import as_temperatures
+from .rng import (BRANCH_STREAM, SITE_STREAM, TOKEN_STREAM, X_STREAM, Y_STREAM, check_probabilities, sample_categorical,
+                  uniforms)
 
 
 def choose_sites(seeds: torch.Tensor, step: int | torch.Tensor, n: int, scan: str) -> torch.Tensor:

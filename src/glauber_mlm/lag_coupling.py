@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .conditionals import check_int, check_real
+from .validate import check_int, check_real
 from .coupling import check_pairs, coupling_times
 from .metropolis import metropolis, mh_coupling_times
 from .rng import uniforms

@@ -32,8 +32,8 @@ from typing import Callable
 
 import torch
 
-from .conditionals import (ConditionalModel, as_temperatures, check_dtype, check_int, check_memory, check_states,
-                           log_conditionals)
+from .conditionals import ConditionalModel, log_conditionals
+from .validate import as_temperatures, check_dtype, check_int, check_memory, check_states
 from .coupling import CouplingResult, check_pairs
 from .driver import drive
 from .kernels import maximal_coupling

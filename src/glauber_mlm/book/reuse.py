@@ -19,7 +19,7 @@ def machine_dtype(device: str | None = None) -> str:
     """The forward dtype a run here uses by default ('bfloat16' where the device runs it natively, else 'float32')."""
     import torch
 
-    from ..hf import default_device, forward_dtype
+    from ..models.hf import default_device, forward_dtype
 
     return str(forward_dtype(torch.device(device) if device else default_device())).removeprefix("torch.")
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from . import exact
-from .coupling import coupling_times
-from .stats import law_function
+from .. import exact
+from ..coupling import coupling_times
+from ..stats import law_function
 
 
 def ising_coupling_samples(seed: int, replicates: int, lengths, pairs: int, budget: int, coupling: float = 1.0,
@@ -51,7 +51,7 @@ def replant_law(n, times, met, law: str, budget: int) -> tuple[np.ndarray, np.nd
 def not_faster_than_nlogn(sample, n_boot: int = 500, seed: int = 0) -> bool | None:
     """The rule of notebook 02 on (n, times, met): True when `stats.nlogn_curvature` finds no convexity in T/n
     against log n (one-sided 95 % bound ≤ 0), None when a median is censored."""
-    from .stats import nlogn_curvature
+    from ..stats import nlogn_curvature
 
     low = nlogn_curvature(*sample, n_boot=n_boot, seed=seed)["low"]
     return None if not np.isfinite(low) else bool(low <= 0)
@@ -78,7 +78,7 @@ def every_cell_fast(cells) -> bool | None:
     """The rule of notebook 05 on [(times, met) per cell]: True when every cell's censored median coupling time
     (`stats.censored_median`: censored pairs as +∞) is finite, i.e. more than half its pairs met within the budget;
     None when there is no cell."""
-    from .stats import censored_median
+    from ..stats import censored_median
 
     return None if not cells else all(np.isfinite(censored_median(t, m)) for t, m in cells)
 
@@ -142,7 +142,7 @@ def rhat_agreement_calibration(chains: int, draws: int, phi: float, threshold: f
     own offset (sd `spread` marginal sds: chains that remember their start). Planted null: both cells
     stationary, so R̂ has nothing to find and the rule passes only by a false alarm on one and none on the other."""
     from .checks import calibrate
-    from .diagnostics import convergence
+    from ..diagnostics import convergence
 
     def rhat(x: np.ndarray) -> float:
         return float(convergence({"x": x}).rhat.iloc[0])
@@ -168,8 +168,8 @@ def certification_calibration(length: int, logit_std: float, contexts: int, per_
     `logit_std`; planted null: compatible ones at the same spread (ρ = 0 up to float noise). A fresh model and fresh
     contexts per replicate."""
     from .checks import calibrate
-    from .rectangle import random_rectangles, rectangle_test
-    from .stats import proportion_ci
+    from ..measures.rectangle import random_rectangles, rectangle_test
+    from ..stats import proportion_ci
 
     def draw(rng: np.random.Generator, compatible: bool):
         s = int(rng.integers(2**31))
@@ -197,10 +197,10 @@ def censored_dwells(rng: np.random.Generator, x, remaining, c: float, b: float) 
 
 def dwell_fit_calibration(x, remaining, groups, b: float, rule, truth_c: float, null_c: float, replicates: int = 30,
                           n_boot: int = 200, seed: int = 0):
-    """Power and size of a rule on `conditions.fit_censored_dwell`'s result at notebook 05's design (its traps' m/τ,
+    """Power and size of a rule on `margins.fit_censored_dwell`'s result at notebook 05's design (its traps' m/τ,
     their chains and how much of each chain's run was left): planted dwells with c = `truth_c` and with c = `null_c`."""
     from .checks import calibrate
-    from .conditions import fit_censored_dwell
+    from ..measures.margins import fit_censored_dwell
 
     def draw(c: float):
         def sample(rng: np.random.Generator):
@@ -221,10 +221,10 @@ def stationary_test_calibration(model: exact.PairwiseModel, temperature: float, 
 
     Planted truth: Glauber chains at τ (whose stationary law is π_τ), fresh seeds per replicate; planted null:
     Glauber chains at `control_factor`·τ, tested against π_τ. All replicates run in one batch."""
-    from .calibration import chain_counts
+    from ..calibration import chain_counts
     from .checks import Calibration
-    from .sampling import glauber
-    from .stats import tv_null_test
+    from ..sampling import glauber
+    from ..stats import tv_null_test
 
     n, q = model.W.shape[0], model.W.shape[2]
     _, law = model.joint(temperature)
@@ -251,7 +251,7 @@ def blocked_trend_calibration(units: int, levels: int, unit_sd: float, noise_sd:
     import pandas as pd
 
     from .checks import calibrate
-    from .political import page_trend
+    from ..measures.political import page_trend
 
     slope = np.linspace(effect / 2, -effect / 2, levels)
 
@@ -301,7 +301,7 @@ def level_gap_calibration(values, units, reference_mean: float, effect: float, r
     0/1 texts called political with probability reference_mean (the false-positive rate on edited text).
     `starts`: the planted runs' number of starts (default: this run's)."""
     from .checks import calibrate
-    from .political import difference_ci
+    from ..measures.political import difference_ci
 
     def reference(rng: np.random.Generator):
         if reference_texts is None:
@@ -329,7 +329,7 @@ def paired_difference_calibration(units: int, difference_sd: float, effect: floa
     above 0" at `units` independent units: planted differences N(`effect`, difference_sd²) (truth) and
     N(0, difference_sd²) (null)."""
     from .checks import calibrate
-    from .diagnostics import paired_difference
+    from ..diagnostics import paired_difference
 
     def draw(mean: float):
         return lambda rng: rng.normal(mean, difference_sd, units)
@@ -358,7 +358,7 @@ def influence_rho_sample(rng: np.random.Generator, length: int, logit_std: float
     dependent (planted truth): influence and |ρ| from the same model, both growing with s_ij and 1/τ_c. Otherwise
     (planted null) the influence is read on the same rectangles from an independent model at independent τ_c: the
     same spread and sharing within contexts, and no dependence between |ρ| and influence."""
-    from .rectangle import random_rectangles, rectangle_test
+    from ..measures.rectangle import random_rectangles, rectangle_test
 
     seeds = [int(s) for s in rng.integers(2**31, size=3)]
     model = graded_pairwise(length, q, logit_std, seeds[0])
@@ -388,7 +388,7 @@ def influence_correlation_calibration(length: int, logit_std: float, contexts: i
     """Power and size of notebook 01's rule "the Spearman correlation of |ρ| with influence has a 95% lower bound > 0,
     resampling contexts" (`stats.spearman_ci`) at its design, on `influence_rho_sample` (truth: dependent; null: not)."""
     from .checks import calibrate
-    from .stats import spearman_ci
+    from ..stats import spearman_ci
 
     def rule(sample) -> bool:
         units, influence, abs_rho = sample
@@ -410,7 +410,7 @@ def residual_calibration(length: int, logit_std: float, pairs: int, k: int, tole
     the pairs" at its design (`pairs` pairs of sites, top-k candidates): planted truth random incompatible pairwise
     models with the MLM's logit spread, planted null compatible ones (fresh seeds: the tolerance was set on another)."""
     from .checks import calibrate
-    from .compatibility import compatibility_test, top_k_candidates
+    from ..measures.compatibility import compatibility_test, top_k_candidates
 
     def draw(compatible: bool):
         def sample(rng: np.random.Generator) -> np.ndarray:
@@ -432,13 +432,13 @@ def residual_calibration(length: int, logit_std: float, pairs: int, k: int, tole
 def slowdown_calibration(length: int, temperatures, pairs: int, budget: int, coupling: float = 1.0,
                          inside: float = 1.5, outside=(0.5, 2.5), replicates: int = 20, n_boot: int = 300,
                          seed: int = 0):
-    """Power and size of notebook 00's rule "the 95% interval of b in log T ≈ b·J/τ + a (`conditions.fit_log_linear`)
+    """Power and size of notebook 00's rule "the 95% interval of b in log T ≈ b·J/τ + a (`margins.fit_log_linear`)
     meets [1, 2]" at its design: replicate runs of the ordered pair 00…0 / 11…1 on the Ising chain (`pairs` per τ),
     each temperature's times rescaled so that their medians follow e^{b·J/τ} exactly (fixed at the middle τ), with
     b = `inside` (planted truth) and b in `outside` (planted nulls; size is the largest of their pass rates)."""
     from .checks import Calibration
-    from .conditions import fit_log_linear
-    from .coupling import coupling_times
+    from ..measures.margins import fit_log_linear
+    from ..coupling import coupling_times
 
     taus = np.asarray(sorted(temperatures, reverse=True), float)
     n = int(length)
@@ -518,8 +518,8 @@ def trap_criterion_calibration(rates, steps: int, record_every: int, min_dwell: 
     both): the page's chains and their uniform-token null need not move it equally per edit, and smaller steps alone
     look like traps."""
     from .checks import calibrate
-    from .semantic import calibrated_thresholds, time_trapped_at
-    from .stats import bootstrap_ci
+    from ..measures.semantic import calibrated_thresholds, time_trapped_at
+    from ..stats import bootstrap_ci
 
     rates, levels = np.asarray(rates, float), [float(q) for q in levels]
     B = rates.size
@@ -575,12 +575,12 @@ def escape_calibrations(temperatures, chains: int, starts: int, reach_steps: int
 
     Wilson rule: the share of chains that escape at the lowest τ lies below the share at the highest, Wilson 95 %
     intervals apart. Slope rule: the 95 % lower bound of the censored slope of log escape time on 1/τ
-    (`conditions.fit_censored_dwell`, bootstrap over starts) is above zero. Planted truth (`arrhenius_escapes`):
+    (`margins.fit_censored_dwell`, bootstrap over starts) is above zero. Planted truth (`arrhenius_escapes`):
     median escape 2·reach_steps at the lowest τ and reach_steps/10 at the highest, log time linear in 1/τ in
     between (`arrhenius_truth`); planted null: slope 0, the median at every τ their geometric mean."""
     from .checks import calibrate
-    from .conditions import fit_censored_dwell
-    from .stats import proportion_ci
+    from ..measures.margins import fit_censored_dwell
+    from ..stats import proportion_ci
 
     temps = np.asarray(temperatures, float)
     lo, hi = int(np.argmin(temps)), int(np.argmax(temps))
@@ -613,7 +613,7 @@ def closed_form_calibration(n: int, q: int, scale: float, rectangles: int, toler
     contexts): planted truth, the closed form of the model measured; planted null, the closed form of a planted wrong
     model, the same W off by a relative `error` (a code that computes ρ that far from the truth)."""
     from .checks import calibrate
-    from .rectangle import random_rectangles, rectangle_test
+    from ..measures.rectangle import random_rectangles, rectangle_test
 
     def draw(wrong: bool):
         def sample(rng: np.random.Generator) -> float:
@@ -642,7 +642,7 @@ def ising_influence_calibration(n: int, temperatures, coupling: float = 1.0, thr
     import itertools
 
     from .checks import calibrate
-    from .influence import influence_matrix, total_influence
+    from ..measures.influence import influence_matrix, total_influence
 
     every = torch.tensor(list(itertools.product([0, 1], repeat=n)))
     taus = [float(t) for t in temperatures]

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from .contract import download_cache
+from ..contract import download_cache
 
 DEFAULT_CACHE = download_cache()
 # the sha256 of large files (the embedded models), by path, size, mtime and ctime: outside git, a miss costs a rehash

@@ -34,9 +34,9 @@ from pathlib import Path
 
 import torch
 
-from . import contract
+from .. import contract
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 def git_commit() -> str:
@@ -60,7 +60,7 @@ def cpu_name() -> str:
 
 def machine() -> str:
     """'NVIDIA H200 (CUDA)' or 'AMD EPYC (no native bf16), 2 CPU threads': where the chains ran, and its class."""
-    from .hf import fast_bf16
+    from ..models.hf import fast_bf16
 
     if torch.cuda.is_available():
         return f"{torch.cuda.get_device_name(0)} (CUDA)"
@@ -137,7 +137,7 @@ class Run:
         self.out = Path(output_dir or Path("results") / name)
         self.out.mkdir(parents=True, exist_ok=True)
         self.device = self.params.get("device") or ("cuda" if torch.cuda.is_available() else "cpu")
-        from .hf import forward_dtype
+        from ..models.hf import forward_dtype
 
         self.dtype = forward_dtype(torch.device(self.device), self.requested_dtype)  # what `load_mlm` is asked for
         self.loaded: dict[str, str] = {}  # model name -> the dtype it runs in once loaded (after any fallback)
@@ -154,7 +154,7 @@ class Run:
 
     def seed_for(self, name: str, n=0, s: int = 0):
         """The seed of the named draw `name` at (n, s) of this run: `rng.stream(run["seed"], name, n, s)`."""
-        from .rng import stream
+        from ..rng import stream
 
         return stream(self.params["seed"], name, n, s)
 
@@ -183,7 +183,7 @@ class Run:
     def load_mlm(self, name_or_path: str | Path | None = None, **kwargs):
         """`hf.load_mlm` on this run's device in its forward dtype, the dtype it loaded in (after any fallback to
         fp32) recorded for the provenance and the build line."""
-        from .hf import load_mlm
+        from ..models.hf import load_mlm
 
         mlm = load_mlm(name_or_path, device=self.device, dtype=self.dtype, **kwargs)
         self.loaded[mlm.name] = str(mlm.dtype).removeprefix("torch.")

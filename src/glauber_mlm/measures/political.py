@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .stats import proportion_ci
+from ..stats import proportion_ci
 
 METHODS = ("logistic", "centroid")
 
@@ -111,7 +111,7 @@ def document_roles(text_sets: dict[str, list[dict]]) -> pd.DataFrame:
     text, MLM held-out text, starting passages, political text) when data/ was built; recomputing it here
     checks, document by document, that a set holds no document of another role (e.g. none of 'train').
     """
-    from .data import Doc, role_of
+    from ..build.data import Doc, role_of
 
     rows = []
     for name, texts in text_sets.items():

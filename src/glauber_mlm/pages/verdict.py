@@ -15,7 +15,7 @@ Every verdict comes with a one-line reason.
 A dry run (the profile's budgets scaled down, `Run(..., scale=S)` with S < 1) is no result: its box opens with
 "Dry run at scale S" and its checks are shown only as a test that the code path computes them.
 
-`Run.conclude` (in `notebook.py`) glues the box into the page (myst-nb `glue`, shown at the top of the page by a
+`Run.conclude` (in `run.py`) glues the box into the page (myst-nb `glue`, shown at the top of the page by a
 `{glue:md}` directive) and saves it as result.json, and the checks as checks.csv, beside the tables.
 """
 from __future__ import annotations
@@ -50,7 +50,7 @@ def judge(checks: list[Check], question: str = "paper") -> Verdict:
     if question not in WORDS:
         raise ValueError(f"question must be 'paper' (a claim of the paper) or 'book' (the book's own), got {question!r}.")
     if not checks or not all(isinstance(c, Check) for c in checks):
-        raise ValueError("a verdict needs at least one Check (glauber_mlm.checks.Check): name what the page tests "
+        raise ValueError("a verdict needs at least one Check (glauber_mlm.pages.checks.Check): name what the page tests "
                          "before it runs.")
     yes, no, unsure = WORDS[question]
     outcomes = [c.outcome for c in checks]

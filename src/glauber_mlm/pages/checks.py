@@ -102,7 +102,7 @@ class Check:
 def table(checks: list[Check]) -> pd.DataFrame:
     """checks.csv: one row per check, in the columns of `COLUMNS`."""
     if not checks or not all(isinstance(c, Check) for c in checks):
-        raise ValueError("a page needs at least one Check (glauber_mlm.checks.Check): name what it tests before it runs.")
+        raise ValueError("a page needs at least one Check (glauber_mlm.pages.checks.Check): name what it tests before it runs.")
     return pd.DataFrame([c.row() for c in checks], columns=COLUMNS)
 
 
@@ -136,5 +136,5 @@ def rules_record(name: str, record_path=None) -> list[dict]:
     import json
     from pathlib import Path
 
-    path = Path(record_path) if record_path else Path(__file__).resolve().parents[2] / "notebooks" / "rules.json"
+    path = Path(record_path) if record_path else Path(__file__).resolve().parents[3] / "notebooks" / "rules.json"
     return json.loads(path.read_text()).get(name, []) if path.is_file() else []

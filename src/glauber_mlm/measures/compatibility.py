@@ -26,8 +26,8 @@ from dataclasses import dataclass
 
 import torch
 
-from .conditionals import (ConditionalModel, as_temperatures, check_dtype, check_int, check_sites, check_states,
-                           log_conditionals)
+from ..conditionals import ConditionalModel, log_conditionals
+from ..validate import as_temperatures, check_dtype, check_int, check_sites, check_states
 
 
 @dataclass

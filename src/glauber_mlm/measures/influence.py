@@ -12,8 +12,9 @@ from __future__ import annotations
 import torch
 from tqdm.auto import tqdm
 
-from .conditionals import ConditionalModel, check_dtype, check_int, check_states, check_temperatures, total_variation
-from .rng import check_seed
+from ..conditionals import ConditionalModel, total_variation
+from ..validate import check_dtype, check_int, check_states, check_temperatures
+from ..rng import check_seed
 
 
 def _all_site_logits(model: ConditionalModel, states: torch.Tensor, dtype: torch.dtype | None, chunk: int) -> torch.Tensor:

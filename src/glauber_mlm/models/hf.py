@@ -15,13 +15,13 @@ from pathlib import Path
 
 import torch
 
-from .checkpoint import forget_identity
-from .conditionals import check_dtype, check_int, check_sites
-from .data import verify_model
+from ..checkpoint import forget_identity
+from ..validate import check_dtype, check_int, check_sites
+from ..build.data import verify_model
 from .encoder import hidden_states, lean_encoder, position_offset
 from .roofline import shape_from_config, speculation_knee
 
-EMBEDDED_MODELS = Path(__file__).resolve().parents[2] / "data" / "models"
+EMBEDDED_MODELS = Path(__file__).resolve().parents[3] / "data" / "models"
 DEFAULT_MODEL = EMBEDDED_MODELS / "minilm-mlm"
 REBUILD_DEFAULT = "glauber-mlm build-data && glauber-mlm train-model"
 ROBERTA_LIKE = {"roberta", "xlm-roberta", "camembert", "roberta-prelayernorm", "xlm-roberta-xl", "xmod"}

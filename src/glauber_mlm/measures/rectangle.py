@@ -12,9 +12,9 @@ from dataclasses import dataclass
 
 import torch
 
-from .conditionals import (ConditionalModel, as_temperatures, check_dtype, check_int, check_sites, check_states,
-                           log_conditionals, total_variation)
-from .rng import check_seed
+from ..conditionals import ConditionalModel, log_conditionals, total_variation
+from ..validate import as_temperatures, check_dtype, check_int, check_sites, check_states
+from ..rng import check_seed
 
 
 @dataclass
@@ -170,7 +170,7 @@ def float64_twin(mlm):
     """
     import copy
 
-    from .hf import _site_head
+    from ..models.hf import _site_head
 
     twin = copy.copy(mlm)
     twin.model = copy.deepcopy(mlm.model).double()

@@ -14,11 +14,11 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 
-from .conditionals import check_int
-from .contract import MS_MARCO, ms_marco_file
-from .data import verify_product
+from ..validate import check_int
+from ..contract import MS_MARCO, ms_marco_file
+from ..build.data import verify_product
 
-DATA = Path(__file__).resolve().parents[2] / "data"
+DATA = Path(__file__).resolve().parents[3] / "data"
 
 
 def _read_jsonl(path: Path) -> list[dict]:
