@@ -552,9 +552,9 @@ m = gm.local_margins(mlm, snaps.reshape(-1, L)).view(len(snap_steps), len(grid),
 margin_rows = [dict(temperature=grid[b][0], passage=grid[b][1], seed=grid[b][2], chain=b, step=snap_steps[k], site=i,
                     margin=m[k, b, i].item())
                for k in range(len(snap_steps)) for b in range(len(grid)) for i in range(L)]
-margins = run.save_table(pd.DataFrame(margin_rows), "margins")
+margin_table = run.save_table(pd.DataFrame(margin_rows), "margins")
 summary = []
-for tau, sub in margins.groupby("temperature"):
+for tau, sub in margin_table.groupby("temperature"):
     per_state_min = sub.groupby(["chain", "step"]).margin.min()
     med, lo, hi = bootstrap_ci(sub.margin, np.median, seed=run["seed"])
     summary.append(dict(temperature=tau, sites=len(sub), median_margin=med, ci_low=lo, ci_high=hi,
@@ -568,8 +568,8 @@ show_table(margin_summary)
 from glauber_mlm.pages.plots import legend_outside, panels
 
 fig, (a1, a2) = panels(2, height=3.8)
-bins = np.linspace(0, max(1.0, margins.margin.quantile(0.99)), 40)
-for k, (tau, sub) in enumerate(margins.groupby("temperature")):
+bins = np.linspace(0, max(1.0, margin_table.margin.quantile(0.99)), 40)
+for k, (tau, sub) in enumerate(margin_table.groupby("temperature")):
     a1.hist(sub.margin, bins=bins, histtype="step", lw=1.5, density=True, color=f"C{k}", label=rf"$\tau = {tau:g}$")
     a2.hist(sub.margin / tau, bins=np.linspace(0, 40, 41), histtype="step", lw=1.5, density=True, color=f"C{k}",
             label=rf"$\tau = {tau:g}$")

@@ -124,9 +124,9 @@ def test_smoke_tables(smoke_output):
     # alone in its folder it computes a small phase diagram; in the smoke book it reads notebook 02's
     assert crossing.phase_source.iloc[0].startswith(("computed here", "02_high_temperature_mixing/phase_diagram.csv"))
 
-    margins = read_table(out, "margins")
-    assert {"temperature", "chain", "step", "site", "margin"} <= set(margins.columns)
-    assert (margins.margin >= 0).all()
+    margin_table = read_table(out, "margins")
+    assert {"temperature", "chain", "step", "site", "margin"} <= set(margin_table.columns)
+    assert (margin_table.margin >= 0).all()
 
     dwell = read_table(out, "dwell_vs_margin")
     assert {"temperature", "chain", "start", "dwell", "censored", "margin", "margin_over_tau"} <= set(dwell.columns)

