@@ -160,7 +160,9 @@ def interactive_map(frame, x: str, y: str, group: str, hover: list[str], title: 
                       title=dict(text=title, x=0, xanchor="left", font=dict(size=14)), modebar=dict(orientation="v"),
                       legend=dict(orientation="h", yanchor="top", y=-0.66, font=dict(size=11), title_text="",
                                   maxheight=90))
-    return _shipped(fig)
+    shown = ", ".join(c.replace("_", " ") for c in hover_data)
+    return _shipped(fig, title, f"Hover a point for its {shown}; the slider (or ▶ play) moves a ring to where each "
+                                f"chain was at that {time}; click a legend entry to hide a chain, drag to zoom.")
 
 
 def _add_time_slider(fig, frame, x: str, y: str, group: str, time: str, hover: list[str]) -> None:
@@ -220,18 +222,26 @@ def interactive_heatmap(frame, x: str, y: str, z: str, hover: list[str], title: 
                                colorbar=dict(title=f"log₁₀ {z}" if log_colour else z)))
     fig.update_layout(template="plotly_white", title=title, height=420, margin=dict(l=40, r=20, t=60, b=40),
                       xaxis_title=x, yaxis_title=y, plot_bgcolor="#404040")  # cells without a colour: dark
-    return _shipped(fig)
+    shown = ", ".join(c.replace("_", " ") for c in hover)
+    return _shipped(fig, title, f"Hover a cell for its {shown}; dark cells have no value; drag to zoom.")
 
 
-def _shipped(fig):
-    """The figure itself in an interactive session; in a book run, HTML that loads the book's own plotly.js."""
+def _shipped(fig, caption: str, controls: str):
+    """The figure itself in an interactive session; in a book run, HTML that loads the book's own plotly.js, in a
+    <figure> whose caption is `caption` and `controls` (how to use it) and whose alt text says the same."""
+    from html import escape
+
     from IPython.display import HTML
 
     from ..contract import run_id
 
     if not run_id():
         return fig
-    return HTML(fig.to_html(include_plotlyjs=False, full_html=False, config={"responsive": True, "displaylogo": False}))
+    plot = fig.to_html(include_plotlyjs=False, full_html=False, config={"responsive": True, "displaylogo": False})
+    text = f"Interactive figure: {caption}. {controls}"
+    return HTML(f'<figure class="interactive-figure" role="group" aria-label="{escape(text)}">{plot}'
+                f'<figcaption><em>Interactive figure.</em> {escape(caption[:1].upper() + caption[1:])}. '
+                f'{escape(controls)}</figcaption></figure>')
 
 
 def show_table(df, precision: int = 3):
