@@ -581,7 +581,6 @@ show_table(calibration_table)
 
 # %%
 identity = by_temperature.groupby("model").identity_error.max()
-tolerance = summary.set_index("model").tolerance
 run.conclude(
     claim="MLM conditionals are incompatible: the rectangle statistic ρ is far above float noise on most "
           "rectangles of real passages (paper Fig 5), ρ_τ = ρ_1/τ, and |ρ| grows with the token-level "
@@ -605,10 +604,6 @@ run.conclude(
               "Wilson 95% lower bound of the certified fraction", "passes when > 0.5 for every model",
               ", ".join(f"{r.model} {r.ci_low:.1%}" for r in summary.itertuples()), bool((summary.ci_low > 0.5).all()),
               cert_calibration),
-        Check("ρ_τ·τ = ρ_1 within the float-noise tolerance at every temperature", "largest |ρ_τ·τ − ρ_1|",
-              "passes when ≤ the tolerance", f"{identity.max():.1e}",
-              bool((identity <= tolerance.reindex(identity.index)).all()), None, core=False,
-              to_decide="none: an identity of the algebra (ρ_τ = ρ_1/τ), kept as a test of the code, not of the claim"),
         Check("the Spearman correlation of |ρ| with influence has a 95% interval above zero for every model",
               "Spearman(|ρ|, influence), bootstrap over contexts", "passes when the lower bound > 0 for every model",
               ", ".join(f"{r.model} {r.ci_low:+.2f}" for r in correlation.itertuples()),
@@ -622,7 +617,8 @@ run.conclude(
     ],
     not_shown="incompatibility beyond the embedded models and these passages; the tolerance is set from float noise "
               "(a random symmetric pairwise model and the fp32 forward's own rounding), so a violation smaller than "
-              "that noise is not seen")
+              "that noise is not seen; ρ_τ = ρ_1/τ is algebra, so it is a key number here and a unit test of the code "
+              "(tests/test_rectangle.py), not a check that could fail")
 
 # %%
 run.finish()
