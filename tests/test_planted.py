@@ -34,6 +34,17 @@ def test_a_censored_median_makes_the_rule_not_computable():
     assert planted.not_faster_than_nlogn((n, t, met)) is None
 
 
+def test_the_growth_rule_decides_on_the_bound_a_page_shows():
+    """The bound beside a check (`nlogn_curvature(..., seed)["low"]`) is the one the rule reads: a rule with its own
+    bootstrap showed 0.016 beside a pass on notebook 00's τ = 4 cell."""
+    for seed in range(6):
+        rng = np.random.default_rng(seed)
+        n = np.repeat([8.0, 16, 32, 64], 30)
+        t = n * np.log(n) * rng.lognormal(0, 0.4, n.size) * (1 + 0.02 * seed * np.log(n))
+        low = stats.nlogn_curvature(n, t, np.ones(n.size, bool), seed=seed)["low"]
+        assert planted.not_faster_than_nlogn((n, t, np.ones(n.size, bool)), seed=seed) is bool(low <= 0)
+
+
 def test_replant_law_gives_the_medians_the_new_law_and_keeps_the_spread():
     n, t, met = exact_sample("n log n", spread=0.3)
     n2, t2, met2 = planted.replant_law(n, t, met, "n^2", budget=10**9)

@@ -48,12 +48,13 @@ def replant_law(n, times, met, law: str, budget: int) -> tuple[np.ndarray, np.nd
     return n, np.minimum(new, budget), met & (new <= budget)
 
 
-def not_faster_than_nlogn(sample, n_boot: int = 500, seed: int = 0) -> bool | None:
+def not_faster_than_nlogn(sample, seed: int = 0) -> bool | None:
     """The rule of notebook 02 on (n, times, met): True when `stats.nlogn_curvature` finds no convexity in T/n
-    against log n (one-sided 95 % bound ≤ 0), None when a median is censored."""
+    against log n (one-sided 95 % bound ≤ 0), None when a median is censored. It calls `nlogn_curvature` with its
+    defaults, so the bound a page shows beside the check (the same call, the same seed) is the one that decides."""
     from ..stats import nlogn_curvature
 
-    low = nlogn_curvature(*sample, n_boot=n_boot, seed=seed)["low"]
+    low = nlogn_curvature(*sample, seed=seed)["low"]
     return None if not np.isfinite(low) else bool(low <= 0)
 
 
