@@ -48,26 +48,26 @@ def test_calibration_and_checks_are_consistent(out):
     assert len(cal) == 1 and cal.lag.iloc[0] == ISING_LAGS[-1] and cal.replicates.iloc[0] == REPLICATES
     assert 0 <= cal["power"].iloc[0] <= 1 and 0 <= cal["size"].iloc[0] <= 1
     checks = read_table(out, "checks")
-    assert len(checks) == 3
+    assert len(checks) == 2  # the exact bound's dominance is a theorem: a key number and a unit test, not a check
     assert set(checks.outcome) <= {"pass", "fail", "inconclusive"}
-    assert checks.outcome.iloc[1] == "inconclusive" and not checks.core.iloc[1]  # the theorem: nothing to calibrate
+    result = json.loads((out / "result.json").read_text())
+    assert any(k.startswith("exact L-lag bound minus exact TV") for k in result["numbers"])
     # rule (iii): calibrated on replicate runs; it decides only with power ≥ 0.8 and size ≤ 0.1
     temper_cal = read_table(out, "tempering_calibration")
     assert len(temper_cal) == 1 and temper_cal.replicates.iloc[0] == REPLICATES
-    third = checks.iloc[2]
-    assert (third.power, third["size"]) == (temper_cal.power.iloc[0], temper_cal["size"].iloc[0])
-    decisive = third.power >= 0.8 and third["size"] <= 0.1
-    assert third.outcome == (third.rule_says if decisive else "inconclusive")
+    tempering_check = checks.iloc[1]
+    assert (tempering_check.power, tempering_check["size"]) == (temper_cal.power.iloc[0], temper_cal["size"].iloc[0])
+    decisive = tempering_check.power >= 0.8 and tempering_check["size"] <= 0.1
+    assert tempering_check.outcome == (tempering_check.rule_says if decisive else "inconclusive")
     # power counts replicates where the tempered run passes and the plain one fails: at most either share
     assert temper_cal.power.iloc[0] <= min(temper_cal.tempered_pass_rate.iloc[0], temper_cal.plain_fail_rate.iloc[0])
     assert temper_cal["size"].iloc[0] <= temper_cal.wrong_rule_pass_rate.iloc[0]
     t = read_table(out, "tempering")
-    assert third.rule_says == ("pass" if t.p_value.iloc[0] > 0.01 and t.p_value.iloc[1] < 0.01 else "fail")
+    assert tempering_check.rule_says == ("pass" if t.p_value.iloc[0] > 0.01 and t.p_value.iloc[1] < 0.01 else "fail")
     t = read_table(out, "ising_bounds")
     g = t[(t.lag == ISING_LAGS[-1]) & (t.exact_tv >= 0.02)]
     assert checks.rule_says.iloc[0] == ("pass" if (g.bound_high >= g.exact_tv).all() else "fail")
-    result = json.loads((out / "result.json").read_text())
-    assert result["question"] == "book" and len(result["checks"]) == 3
+    assert result["question"] == "book" and len(result["checks"]) == 2
 
 
 def test_steps_below_follow_the_curves(out):
