@@ -373,3 +373,19 @@ def test_the_plan_cell_is_folded_with_the_set_up():
     book.page.fold_machinery(nb)
     assert [c.metadata.get("tags", []) for c in nb.cells] == [["parameters", "hide-cell"], ["hide-cell"],
                                                               ["plan", "hide-cell"], []]
+
+
+def test_the_verdict_table_shows_each_page_verdict_headline_and_scale(tmp_path):
+    """The intro's dashboard: one row per result.json with its verdict, first key number, profile and reason."""
+    from glauber_mlm.book.site import VERDICTS, write_verdicts
+
+    page = tmp_path / "book" / "notebooks" / "02_high_temperature_mixing"
+    page.mkdir(parents=True)
+    (page / "result.json").write_text(json.dumps(dict(
+        verdict="inconclusive at this scale", reason="0 of 2 checks pass decisively",
+        numbers={"β at τ = 5": "1.4 [1.2, 1.6]", "other": "x"},
+        build="`cpu` profile · model the embedded minilm-mlm · bfloat16 forward · AMD EPYC")))
+    write_verdicts(tmp_path)
+    rows = (tmp_path / VERDICTS).read_text().splitlines()
+    assert rows[0] == "| result page | verdict | headline number | scale | why |" and len(rows) == 3
+    assert "| inconclusive at this scale | β at τ = 5: 1.4 [1.2, 1.6] | `cpu` profile | 0 of 2 checks" in rows[2]

@@ -235,8 +235,9 @@ def write_execution_page(root: Path, executed: set[str] | None = None) -> Path:
 
 def write_verdicts(root: Path) -> Path:
     """Write `<root>/book/_generated/verdicts.md` (not tracked; rewritten before every build, included by the intro):
-    one row per result page with its verdict and the one-line reason, read from its result.json."""
-    lines = ["| result page | verdict | why |", "| --- | --- | --- |"]
+    one row per result page with its verdict, its headline number (the first of the box's key numbers, with its
+    interval where it has one), the scale it ran at and the one-line reason, read from its result.json."""
+    lines = ["| result page | verdict | headline number | scale | why |", "| --- | --- | --- | --- | --- |"]
     for result_path in sorted((root / "book" / "notebooks").glob("*/result.json")):
         name = result_path.parent.name
         try:
@@ -244,7 +245,10 @@ def write_verdicts(root: Path) -> Path:
         except ValueError:
             result = {"verdict": "unreadable result.json"}
         link = f'<a href="notebooks/{name}.html#result-{name[:2]}">{name}</a>'
-        lines.append("| " + " | ".join(_md_cell(c) for c in (link, result.get("verdict", "–"),
+        numbers = list((result.get("numbers") or {}).items())
+        headline = f"{numbers[0][0]}: {numbers[0][1]}" if numbers else "–"
+        scale = result.get("build", "–").split(" · model")[0]  # the profile (and a dry run's scale), not the machine
+        lines.append("| " + " | ".join(_md_cell(c) for c in (link, result.get("verdict", "–"), headline, scale,
                                                              result.get("reason", "–"))) + " |")
     if len(lines) == 2:
         lines = ["No result page has been executed for this build."]
