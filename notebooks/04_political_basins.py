@@ -72,7 +72,7 @@ from glauber_mlm.pages.run import Run
 from glauber_mlm.models.passages import DATA, load_passages, load_political_text, sample_passages
 from glauber_mlm.pages.planted import blocked_trend_calibration, level_gap_calibration
 from glauber_mlm.pages.plots import interactive_map, interval_errorbar, show_table, temperature_axis
-from glauber_mlm.stats import km_median, km_survival
+from glauber_mlm.stats import difference_ci, km_median, km_survival
 
 # cpu: sized so that the whole book (`make book FORCE=1`) fits in 30 minutes on 2 CPU cores without native bf16
 PROFILES = {
@@ -571,7 +571,7 @@ show_table(start_memory)
 # **Calibrating the two level checks, fixed before the runs.** Each compares a time in the region with a reference:
 # political against non-political starts at the lowest τ, and non-political starts at the highest τ against the
 # score's false-positive rate on other-topic text edited at their rate. The rule: the 95 % interval of the
-# difference (resampling the starts of each group, and the edited texts, `political.difference_ci`) lies above 0.
+# difference (resampling the starts of each group, and the edited texts, `stats.difference_ci`) lies above 0.
 # Its power and size at this design come from planted chains with this run's own start-to-start and chain-to-chain
 # spread (the non-political starts' chains at that τ, starts resampled, recentred: `planted.level_gap_calibration`):
 # planted truth, the chains sit 0.2 above the reference, fixed in advance as the smallest gap worth a claim; planted
@@ -587,10 +587,10 @@ lo_pol, lo_non, hi_non = cell[t_lo, "political"], cell[t_lo, "not political"], c
 fpr_hi = fpr.set_index("temperature").loc[t_hi]
 fp_texts = int(fpr_hi.texts)
 fp_called = (np.arange(fp_texts) < round(fpr_hi.fraction * fp_texts)).astype(float)  # the texts called political
-start_gap = political.difference_ci(lo_pol.time_in_region, lo_pol.start_id, lo_non.time_in_region, lo_non.start_id,
-                                    seed=run["seed"])
-edited_gap = political.difference_ci(hi_non.time_in_region, hi_non.start_id, fp_called, np.arange(fp_texts),
-                                     seed=run["seed"])
+start_gap = difference_ci(lo_pol.time_in_region, lo_pol.start_id, lo_non.time_in_region, lo_non.start_id,
+                          seed=run["seed"])
+edited_gap = difference_ci(hi_non.time_in_region, hi_non.start_id, fp_called, np.arange(fp_texts),
+                           seed=run["seed"])
 S = run["starts"]
 
 

@@ -144,14 +144,6 @@ def test_temperature_contrasts_pair_starts_and_read_the_trend():
     assert political.trend_verdict(c.reset_index().iloc[1:2]) == "not resolved"
 
 
-def test_difference_ci_resamples_each_group_and_contains_its_estimate():
-    a, b = np.r_[np.ones(10), np.zeros(10)], np.zeros(30)
-    d, lo, hi = political.difference_ci(a, np.arange(20), b, np.arange(30))
-    assert d == 0.5 and lo <= d <= hi and lo > 0.2 and hi < 0.8
-    d, lo, hi = political.difference_ci(b[:20], np.arange(20), a, np.arange(20))
-    assert d == -0.5 and hi < 0  # the other way round: below
-
-
 def test_document_roles_recompute_the_build_split():
     rows = [dict(doc_id="bbc/politics/001", source="bbc"), dict(doc_id="bbc/politics/001", source="bbc")]
     r = political.document_roles({"x": rows})

@@ -5,8 +5,8 @@ import math
 import numpy as np
 import pytest
 
-from glauber_mlm.stats import (km_median, km_survival, proportion_ci, saturation_curve, slow_to_fast_boundary,
-                               tv_null_test)
+from glauber_mlm.stats import (difference_ci, km_median, km_survival, proportion_ci, saturation_curve,
+                               slow_to_fast_boundary, tv_null_test)
 
 inf = np.inf
 
@@ -140,3 +140,34 @@ def test_wilson_interval_contains_its_estimate_at_the_ends():
         assert p == 0.0 == low and 0 < high < 1
     p, low, high = proportion_ci(30, 100)  # a textbook value: Wilson 95% for 30/100 is [0.219, 0.396]
     assert (round(low, 3), round(high, 3)) == (0.219, 0.396) and low < p < high
+
+
+def test_difference_ci_resamples_each_group_and_contains_its_estimate():
+    a, b = np.r_[np.ones(10), np.zeros(10)], np.zeros(30)
+    d, lo, hi = difference_ci(a, np.arange(20), b, np.arange(30))
+    assert d == 0.5 and lo <= d <= hi and lo > 0.2 and hi < 0.8
+    d, lo, hi = difference_ci(b[:20], np.arange(20), a, np.arange(20))
+    assert d == -0.5 and hi < 0  # the other way round: below
+    d, lo, hi = difference_ci(b, np.arange(30), b[:20], np.arange(20))  # no spread: the interval is the estimate
+    assert d == lo == hi == 0
+    with pytest.raises(ValueError, match="one unit per value"):
+        difference_ci(a, np.arange(19), b, np.arange(30))
+
+
+def test_difference_ci_finds_a_planted_gap_of_one():
+    rng = np.random.default_rng(2)
+    a, b = rng.normal(1, 1, 40), rng.normal(0, 1, 40)  # 40 units of one row each; se of the gap √(2/40) ≈ 0.22
+    d, lo, hi = difference_ci(a, np.arange(40), b, np.arange(40, 80))
+    assert d == pytest.approx(a.mean() - b.mean()) and d == pytest.approx(1, abs=0.45)
+    assert lo <= 1 <= hi and lo > 0 and hi - lo == pytest.approx(4 * np.sqrt(2 / 40), rel=0.3)
+
+
+def test_difference_ci_resamples_whole_units_not_rows():
+    rng = np.random.default_rng(2)
+    units = np.repeat(np.arange(4), 100)  # 4 units of 100 rows sharing their unit's level
+    a = rng.normal(0, 1, 4)[units] + rng.normal(0, 0.1, 400)
+    b = rng.normal(0, 1, 4)[units] + rng.normal(0, 0.1, 400)
+    d, lo, hi = difference_ci(a, units, b, units + 4)
+    d_rows, lo_rows, hi_rows = difference_ci(a, np.arange(400), b, np.arange(400, 800))  # rows as if independent
+    assert d == pytest.approx(d_rows) and lo <= d <= hi
+    assert hi - lo > 5 * (hi_rows - lo_rows)

@@ -241,30 +241,6 @@ def corrupted_false_positives(score: PoliticalScore, embed, states, support_ids,
     return pd.DataFrame(rows)
 
 
-def _unit_bootstrap(values, units, n_boot: int, rng: np.random.Generator) -> tuple[float, np.ndarray]:
-    """The mean over chains and `n_boot` bootstrap means over resampled units (each weighted by its chains)."""
-    values, units = np.asarray(values, dtype=float), np.asarray(units)
-    if values.size == 0 or values.shape != units.shape:
-        raise ValueError(f"need one unit per value, got {values.shape} values and {units.shape} units.")
-    labels, inverse = np.unique(units, return_inverse=True)
-    sums, counts = np.bincount(inverse, values), np.bincount(inverse).astype(float)
-    pick = rng.integers(0, labels.size, (n_boot, labels.size))
-    return float(values.mean()), sums[pick].sum(1) / counts[pick].sum(1)
-
-
-def difference_ci(a_values, a_units, b_values, b_units, level: float = 0.95, n_boot: int = 2000,
-                  seed: int = 0) -> tuple[float, float, float]:
-    """(mean(a) − mean(b), low, high): two groups of chains on disjoint independent units (starting passages, or
-    texts), the percentile interval from resampling the units of each group independently. The rule of notebook
-    04's level checks: a lies above b when low > 0."""
-    rng = np.random.default_rng(seed)
-    a, a_boot = _unit_bootstrap(a_values, a_units, n_boot, rng)
-    b, b_boot = _unit_bootstrap(b_values, b_units, n_boot, rng)
-    tail = (1 - level) / 2
-    d = a_boot - b_boot
-    return a - b, float(min(np.quantile(d, tail), a - b)), float(max(np.quantile(d, 1 - tail), a - b))
-
-
 def start_memory(starts, ends, units) -> pd.DataFrame:
     """Per chain: how far its end state is from its own start and from the other units' starts, in share of sites.
 

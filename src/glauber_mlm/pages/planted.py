@@ -294,7 +294,7 @@ def recentred_fractions(rng: np.random.Generator, values, units, mean: float, st
 def level_gap_calibration(values, units, reference_mean: float, effect: float, reference_texts: int | None = None,
                           starts: int | None = None, replicates: int = 200, seed: int = 0, calibrated_on: str = ""):
     """Power and size of notebook 04's rule "these chains spend more time in the region than a reference: the
-    interval of the difference (`political.difference_ci`, resampling starts) lies above 0" at its design.
+    interval of the difference (`stats.difference_ci`, resampling starts) lies above 0" at its design.
 
     Planted chains: this run's per-chain values and starts (`recentred_fractions`) recentred at reference_mean +
     `effect` (truth) or at reference_mean (null: the chains carry nothing beyond the reference). The reference is
@@ -302,7 +302,7 @@ def level_gap_calibration(values, units, reference_mean: float, effect: float, r
     0/1 texts called political with probability reference_mean (the false-positive rate on edited text).
     `starts`: the planted runs' number of starts (default: this run's)."""
     from .checks import calibrate
-    from ..measures.political import difference_ci
+    from ..stats import difference_ci
 
     def reference(rng: np.random.Generator):
         if reference_texts is None:
@@ -317,7 +317,7 @@ def level_gap_calibration(values, units, reference_mean: float, effect: float, r
 
     def rule(data) -> bool:
         *groups, s = data
-        return difference_ci(*groups, n_boot=500, seed=s)[1] > 0
+        return difference_ci(*groups, seed=s)[1] > 0  # notebook 04's own call
 
     return calibrate(rule, draw(effect), draw(0.0), replicates, seed=seed,
                      calibrated_on=calibrated_on or (f"this run's chains recentred at the reference + {effect:g} / at "
