@@ -1,0 +1,91 @@
+"""Screenshot every page of the built book, whole, at desktop (1400 px) and phone (400 px) width, so that a developer
+looks at what a reader sees before committing a build:
+
+    make book && .venv/bin/python scripts/screenshots.py      # -> _build/screenshots/<page>-<width>-<k>.png
+
+Headless Chromium renders each page in a window taller than any page; the blank space below the page is cut off and
+the rest is cut into slices of at most 5,000 px, a height an image viewer shows legibly. Needs chromium (Debian:
+apt-get install chromium) and Pillow (installed with matplotlib). Pages are read from _build/html; nothing is fetched.
+"""
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+from PIL import Image
+
+WIDTHS = (1400, 400)
+WINDOW_HEIGHT = 30000  # taller than the longest page at 400 px; Chromium caps the height of one capture near here
+SLICE = 5000
+
+
+def browser() -> str:
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        if found := shutil.which(name):
+            return found
+    sys.exit("no chromium found: install it (Debian: apt-get install chromium) and rerun")
+
+
+def capture(page: Path, width: int, png: Path) -> None:
+    subprocess.run([browser(), "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+                    "--virtual-time-budget=5000", f"--window-size={width},{WINDOW_HEIGHT}", f"--screenshot={png}",
+                    page.resolve().as_uri()], check=True, capture_output=True)
+
+
+def without_blank_tail(image: Image.Image) -> Image.Image:
+    """The capture with the blank stretch between the page's end and the footer (which sits at the window's bottom)
+    cut out: the longest run of identical rows, where it is longer than 200 px."""
+    rows = np.asarray(image)
+    same = np.all(rows[1:] == rows[:-1], axis=(1, 2))
+    best, start, run_start = (0, 0), 0, None
+    for i, s in enumerate(np.append(same, False)):
+        if s and run_start is None:
+            run_start = i
+        elif not s and run_start is not None:
+            if i - run_start > best[0]:
+                best, start = (i - run_start, run_start), run_start
+            run_start = None
+    length, start = best
+    if length < 200:
+        return image
+    keep = np.concatenate([rows[:start + 40], rows[start + length:]])
+    return Image.fromarray(keep)
+
+
+def slices(png: Path) -> list[Path]:
+    """Cut the blank tail out of `png` and the rest into slices of at most SLICE px; returns the slices' paths."""
+    with Image.open(png) as image:
+        image = without_blank_tail(image.convert("RGB"))
+    out = []
+    for k, top in enumerate(range(0, image.height, SLICE), start=1):
+        path = png.with_name(f"{png.stem}-{k}.png")
+        image.crop((0, top, image.width, min(top + SLICE, image.height))).save(path)
+        out.append(path)
+    png.unlink()
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--html", type=Path, default=Path("_build/html"))
+    parser.add_argument("--out", type=Path, default=Path("_build/screenshots"))
+    parser.add_argument("pages", nargs="*", help="page names (e.g. 02_high_temperature_mixing intro); default: all")
+    args = parser.parse_args()
+    if not (args.html / "index.html").is_file():
+        sys.exit(f"no built book in {args.html}: run 'make book' (or 'glauber-mlm book --no-execute') first")
+    args.out.mkdir(parents=True, exist_ok=True)
+    for page in sorted((args.html / "book").rglob("*.html")):
+        if args.pages and page.stem not in args.pages:
+            continue
+        for width in WIDTHS:
+            whole = args.out / f"{page.stem}-{width}.png"
+            capture(page, width, whole)
+            print(page.stem, width, " ".join(str(p) for p in slices(whole)))
+
+
+if __name__ == "__main__":
+    main()
