@@ -375,17 +375,26 @@ def test_the_plan_cell_is_folded_with_the_set_up():
                                                               ["plan", "hide-cell"], []]
 
 
-def test_the_verdict_table_shows_each_page_verdict_headline_and_scale(tmp_path):
-    """The intro's dashboard: one row per result.json with its verdict, first key number, profile and reason."""
+def test_the_verdict_table_shows_each_page_verdict_deciding_check_paper_value_and_scale(tmp_path):
+    """The intro's dashboard: one row per result.json with its verdict, the check it rests on (value, why it does not
+    decide), the paper's value and the profile; a result.json from before `deciding` existed still gets a row."""
     from glauber_mlm.book.site import VERDICTS, write_verdicts
 
-    page = tmp_path / "book" / "notebooks" / "02_high_temperature_mixing"
-    page.mkdir(parents=True)
-    (page / "result.json").write_text(json.dumps(dict(
-        verdict="inconclusive at this scale", reason="0 of 2 checks pass decisively",
-        numbers={"β at τ = 5": "1.4 [1.2, 1.6]", "other": "x"},
-        build="`cpu` profile · model the embedded minilm-mlm · bfloat16 forward · AMD EPYC")))
+    for name, extra in [("02_high_temperature_mixing", dict(
+            paper="boundary near τ ≈ 1.5–2 (RoBERTa-base, 10⁴-step budget)",
+            deciding=dict(check="T grows no faster than n log n at τ = 5", value="-0.256", outcome="inconclusive",
+                          reason="size 0.80 > 0.1", core=True, power=0.9, size=0.8))),
+                        ("03_metastability_traps", {})]:
+        page = tmp_path / "book" / "notebooks" / name
+        page.mkdir(parents=True)
+        (page / "result.json").write_text(json.dumps(dict(
+            verdict="inconclusive at this scale", build="`cpu` profile · model the embedded minilm-mlm · AMD EPYC",
+            **extra)))
     write_verdicts(tmp_path)
     rows = (tmp_path / VERDICTS).read_text().splitlines()
-    assert rows[0] == "| result page | verdict | headline number | scale | why |" and len(rows) == 3
-    assert "| inconclusive at this scale | β at τ = 5: 1.4 [1.2, 1.6] | `cpu` profile | 0 of 2 checks" in rows[2]
+    assert rows[0] == "| result page | verdict | the check it rests on: this build | the paper reports | scale |"
+    assert len(rows) == 4
+    assert ("| **inconclusive at this scale** | “T grows no faster than n log n at τ = 5”: **-0.256** (inconclusive: "
+            "size 0.80 > 0.1; power 0.90, size 0.80) | boundary near τ ≈ 1.5–2 (RoBERTa-base, 10⁴-step budget) | "
+            "`cpu` profile |") in rows[2]
+    assert rows[3].endswith("| **inconclusive at this scale** | – | – | `cpu` profile |")

@@ -55,6 +55,18 @@ def test_the_reason_names_an_open_core_check_before_an_open_side_check():
     assert "“core” is inconclusive" in v.reason and "(and 1 more)" in v.reason
 
 
+@pytest.mark.parametrize("checks, deciding", [
+    ([check(True, name="a"), check(False, name="b"), check(False, name="c")], "b"),     # the first decisive core fail
+    ([check(True, core=False, name="side"), check(True, name="core")], "core"),        # all pass: the first core check
+    ([check(True, name="a"), check(False, WEAK, core=False, name="s"), check(None, name="c")], "c"),  # open core first
+    ([check(True, name="a"), check(False, core=False, name="s")], "s"),                # only a side check is open
+])
+def test_the_verdict_rests_on_the_check_its_reason_names(checks, deciding):
+    v = judge(checks)
+    assert v.deciding.check == deciding
+    assert v.word == "reproduced" or f"{deciding}" in v.reason
+
+
 def test_the_box_says_what_the_rule_says_for_an_inconclusive_check():
     checks = [check(False, WEAK, name="weak fail"), check(True, WEAK, core=False, name="weak side pass")]
     text = box_markdown("claim", "build", {}, checks, judge(checks))
@@ -91,7 +103,8 @@ def test_smallest_decisive_names_the_cheapest_decisive_design():
 def test_box_lists_claim_numbers_and_every_check_with_its_calibration():
     checks = [check(True, name="fraction above one half"), check(None, None, name="a | pipe")]
     text = box_markdown("the claim", "cpu build", {"fraction": "0.9 [0.8, 1.0]"}, checks, judge(checks),
-                        not_shown="beyond this model")
+                        not_shown="beyond this model", paper="0.95 on BERT-base")
+    assert "**The claim.** the claim\n\n**What the paper reports.** 0.95 on BERT-base\n\n**This build.**" in text
     assert text.startswith("**Verdict: inconclusive at this scale.** 1 of 2 checks pass decisively")
     assert "| fraction | 0.9 [0.8, 1.0] |" in text and "| fraction above one half | v | t | 0.95 / 0.02 | pass |" in text
     assert "| a \\| pipe |" in text and "not calibrated" in text and "**What this build does not show.** beyond" in text
@@ -99,8 +112,12 @@ def test_box_lists_claim_numbers_and_every_check_with_its_calibration():
 
 def test_conclude_saves_result_json_and_checks_csv(tmp_path):
     run = Run("99_test", "smoke", {"smoke": dict(model=None, seed=0)}, tmp_path / "out")
-    run.conclude("a claim", {"x": "1.0 [0.5, 1.5]"}, [check(True, name="x > 0"), check(False, name="x < 2")])
+    run.conclude("a claim", {"x": "1.0 [0.5, 1.5]"}, [check(True, name="x > 0"), check(False, name="x < 2")],
+                 paper="x = 1.2 on BERT")
     saved = json.loads((tmp_path / "out" / "result.json").read_text())
+    assert saved["paper"] == "x = 1.2 on BERT"
+    assert saved["deciding"] == dict(check="x < 2", value="v", outcome="fail", core=True, reason="decisive",
+                                     power=0.95, size=0.02)
     assert saved["verdict"] == "not reproduced" and saved["reason"] == "a decisive check fails: x < 2"
     assert saved["checks"] == {"x > 0": "pass", "x < 2": "fail"} and "smoke" in saved["build"]
     csv = pd.read_csv(tmp_path / "out" / "checks.csv")

@@ -235,27 +235,38 @@ def write_execution_page(root: Path, executed: set[str] | None = None) -> Path:
 
 def write_verdicts(root: Path) -> Path:
     """Write `<root>/book/_generated/verdicts.md` (not tracked; rewritten before every build, included by the intro):
-    one row per result page with its verdict, its headline number (the first of the box's key numbers, with its
-    interval where it has one), the scale it ran at and the one-line reason, read from its result.json."""
-    lines = ["| result page | verdict | headline number | scale | why |", "| --- | --- | --- | --- | --- |"]
+    one row per result page, read from its result.json: its verdict, the check the verdict rests on with this build's
+    value, power and size (`verdict.Verdict.deciding`), what the paper reports for the claim, and the profile."""
+    lines = ["| result page | verdict | the check it rests on: this build | the paper reports | scale |",
+             "| --- | --- | --- | --- | --- |"]
     for result_path in sorted((root / "book" / "notebooks").glob("*/result.json")):
         name = result_path.parent.name
         try:
             result = json.loads(result_path.read_text())
         except ValueError:
             result = {"verdict": "unreadable result.json"}
-        link = f'<a href="notebooks/{name}.html#result-{name[:2]}">{name}</a>'
-        numbers = list((result.get("numbers") or {}).items())
-        headline = f"{numbers[0][0]}: {numbers[0][1]}" if numbers else "–"
+        link = f'<a href="notebooks/{name}.html#result-{name[:2]}">{name.replace("_", " ")}</a>'
         scale = result.get("build", "–").split(" · model")[0]  # the profile (and a dry run's scale), not the machine
-        lines.append("| " + " | ".join(_md_cell(c) for c in (link, result.get("verdict", "–"), headline, scale,
-                                                             result.get("reason", "–"))) + " |")
+        cells = (link, f"**{result.get('verdict', '–')}**", _deciding_cell(result.get("deciding")),
+                 result.get("paper") or "–", scale)
+        lines.append("| " + " | ".join(_md_cell(c) for c in cells) + " |")
     if len(lines) == 2:
         lines = ["No result page has been executed for this build."]
     page = root / VERDICTS
     page.parent.mkdir(parents=True, exist_ok=True)
     page.write_text("\n".join(lines) + "\n")
     return page
+
+
+def _deciding_cell(check: dict | None) -> str:
+    """“check”: value — outcome (power, size), or why it does not decide."""
+    if not check:
+        return "–"
+    calibration = (f"power {check['power']:.2f}, size {check['size']:.2f}" if check.get("power") is not None
+                   else "not calibrated")
+    outcome = check["outcome"] if check["outcome"] != "inconclusive" else f"inconclusive: {check.get('reason', '')}"
+    side = "" if check.get("core", True) else ", side check"
+    return f"“{check['check']}”: **{check['value']}** ({outcome}; {calibration}{side})"
 
 
 RULES_TABLE = Path("book") / "_generated" / "rules.md"

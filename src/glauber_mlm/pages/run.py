@@ -68,6 +68,14 @@ def machine() -> str:
     return f"{cpu_name()} ({bf16}), {torch.get_num_threads()} CPU threads"
 
 
+def _deciding(check) -> dict:
+    """The check a verdict rests on, for result.json: its sentence, value, outcome, why it does not decide (if so), power
+    and size (None: uncalibrated)."""
+    c = check.calibration
+    return dict(check=check.check, value=check.value, outcome=check.outcome, core=check.core, reason=check.reason,
+                power=float(c.power) if c else None, size=float(c.size) if c else None)
+
+
 def _finite_positive(v) -> bool:
     return not isinstance(v, bool) and isinstance(v, numbers.Real) and math.isfinite(v) and v > 0
 
@@ -295,13 +303,15 @@ class Run:
         return f"{profile} · model {names} · {self.forward_dtype()} forward · {machine()}"
 
     def conclude(self, claim: str, key_numbers: dict[str, str], checks: list, question: str = "paper",
-                 not_shown: str = "") -> None:
+                 not_shown: str = "", paper: str = "") -> None:
         """The page's result box: glued as `result` (shown at the top of the page), saved as result.json, and its
         checks as checks.csv.
 
         `key_numbers` are this run's key numbers, already formatted with their intervals; `checks` are the page's
         pre-stated `checks.Check`s with their calibrations; `question` is "paper" for a claim of the paper, "book"
-        for the book's own question; `not_shown` says what this build does not show. A dry run's verdict is
+        for the book's own question; `not_shown` says what this build does not show; `paper` what the paper reports
+        for the claim (its value, model and scale; "" for the book's own questions), shown in the box and on the
+        intro's dashboard beside this build's deciding check. A dry run's verdict is
         "dry run at scale S" (its checks' verdict is kept as `checks_verdict`), never a result.
         """
         from IPython.display import Markdown
@@ -310,7 +320,8 @@ class Run:
         from .verdict import box_markdown, judge
 
         verdict = judge(checks, question)
-        text = box_markdown(claim, self.build(), key_numbers, checks, verdict, dry_run=self.dry_run, not_shown=not_shown)
+        text = box_markdown(claim, self.build(), key_numbers, checks, verdict, dry_run=self.dry_run, not_shown=not_shown,
+                            paper=paper)
         history = self.rules_history()
         if history:
             text += f"\n\n*Rules record:* {history}"
@@ -319,7 +330,7 @@ class Run:
             notebook=self.name, verdict=self.dry_run or verdict.word, checks_verdict=verdict.word,
             reason=verdict.reason, summary=verdict.summary, question=question, scale=self.scale, claim=claim,
             build=self.build(), numbers=key_numbers, checks={c.check: c.outcome for c in checks},
-            not_shown=not_shown), indent=2, ensure_ascii=False))
+            deciding=_deciding(verdict.deciding), paper=paper, not_shown=not_shown), indent=2, ensure_ascii=False))
         try:
             from myst_nb import glue
         except ImportError:  # outside the book's environment: show the box where it is computed

@@ -38,6 +38,8 @@ class Verdict:
     passed: int                   # decisive passes
     failed: int                   # decisive fails
     inconclusive: int
+    deciding: Check               # the check the word rests on: the failing core check, the first open one, or (all
+                                  # pass) the first core check
 
     @property
     def summary(self) -> str:
@@ -57,17 +59,18 @@ def judge(checks: list[Check], question: str = "paper") -> Verdict:
     passed, failed, inconclusive = (outcomes.count(o) for o in (PASS, FAIL, INCONCLUSIVE))
     core_fails = [c for c in checks if c.core and c.outcome == FAIL]
     if core_fails:
-        word, reason = no, f"a decisive check fails: {core_fails[0].check}"
+        word, reason, deciding = no, f"a decisive check fails: {core_fails[0].check}", core_fails[0]
     elif passed == len(checks):
         word, reason = yes, f"all {len(checks)} checks pass decisively"
+        deciding = next((c for c in checks if c.core), checks[0])
     else:
         open_ = [c for c in checks if c.outcome != PASS]
         first = next((c for c in open_ if c.core), open_[0])  # a core check decides the claim: name it first
         more = f" (and {len(open_) - 1} more)" if len(open_) > 1 else ""
         state = "fails (a side check)" if first.outcome == FAIL else f"is inconclusive: {first.reason}"
         reason = f"{passed} of {len(checks)} checks pass decisively; “{first.check}” {state}{more}"
-        word = unsure
-    return Verdict(word, reason, passed, failed, inconclusive)
+        word, deciding = unsure, first
+    return Verdict(word, reason, passed, failed, inconclusive, deciding)
 
 
 def _cell(text: str) -> str:
@@ -75,13 +78,17 @@ def _cell(text: str) -> str:
 
 
 def box_markdown(claim: str, build: str, numbers: dict[str, str], checks: list[Check], verdict: Verdict,
-                 dry_run: str | None = None, not_shown: str = "") -> str:
-    """The box as MyST Markdown: verdict line and reason, claim, build, key numbers, the checks with their power and
-    size, and what this build does not show. `dry_run` ("dry run at scale S") replaces the verdict line."""
+                 dry_run: str | None = None, not_shown: str = "", paper: str = "") -> str:
+    """The box as MyST Markdown: verdict line and reason, claim, what the paper reports, build, key numbers, the
+    checks with their power and size, and what this build does not show. `dry_run` ("dry run at scale S") replaces
+    the verdict line."""
     headline = (f"**Verdict: {dry_run}, not a result** (budgets scaled down; at this scale: {verdict.word}, "
                 f"{verdict.summary})." if dry_run else f"**Verdict: {verdict.word}.** {verdict.reason}.")
     lines = [headline, "",
-             f"**The claim.** {claim}", "", f"**This build.** {build}", "",
+             f"**The claim.** {claim}", ""]
+    if paper:
+        lines += [f"**What the paper reports.** {paper}", ""]
+    lines += [f"**This build.** {build}", "",
              "| this run | value |", "| --- | --- |"]
     lines += [f"| {_cell(k)} | {_cell(v)} |" for k, v in numbers.items()]
     lines += ["", "| check, stated before the run | value | rule | power / size | outcome |",
