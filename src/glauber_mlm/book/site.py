@@ -245,10 +245,10 @@ def write_verdicts(root: Path) -> Path:
             result = json.loads(result_path.read_text())
         except ValueError:
             result = {"verdict": "unreadable result.json"}
-        link = f'<a href="notebooks/{name}.html#result-{name[:2]}">{name.replace("_", " ")}</a>'
+        link = f'<a href="notebooks/{name}.html#result-{name[:2]}">{name[:2]} · {_short_title(root, name)}</a>'
         scale = result.get("build", "–").split(" · model")[0]  # the profile (and a dry run's scale), not the machine
         cells = (link, f"**{result.get('verdict', '–')}**", _deciding_cell(result.get("deciding")),
-                 result.get("paper") or "–", scale)
+                 result.get("paper") or ("(the book's own question)" if result.get("question") == "book" else "–"), scale)
         lines.append("| " + " | ".join(_md_cell(c) for c in cells) + " |")
     if len(lines) == 2:
         lines = ["No result page has been executed for this build."]
@@ -256,6 +256,19 @@ def write_verdicts(root: Path) -> Path:
     page.parent.mkdir(parents=True, exist_ok=True)
     page.write_text("\n".join(lines) + "\n")
     return page
+
+
+def _short_title(root: Path, name: str) -> str:
+    """A result page's title up to its colon or question mark ("High-temperature mixing"), from the executed notebook's first heading;
+    the notebook's name where it has none."""
+    try:
+        cells = json.loads((root / "book" / "notebooks" / f"{name}.ipynb").read_text())["cells"]
+        heading = next(line for c in cells if c["cell_type"] == "markdown"
+                       for line in "".join(c["source"]).splitlines() if line.startswith("# "))
+    except (OSError, ValueError, KeyError, StopIteration):
+        return name[3:].replace("_", " ")
+    short = heading[2:].split(":")[0]
+    return (short.split("?")[0] + "?" if "?" in short else short).strip()
 
 
 def _deciding_cell(check: dict | None) -> str:
