@@ -182,9 +182,9 @@ show_plan(planned_work(run.params))
 # own noise to an empirical law, so its interval would sit above the TV rather than around it. We test
 # instead (`stats.tv_null_test`): even a perfect sampler has a TV above zero, the TV of an independent sample
 # from π; recorded sweeps are correlated, so the null is the TV of an i.i.d. sample of the *effective* size
-# N_eff (the nominal size divided by the design effect, estimated by batch means over the independent
+# $N_\mathrm{eff}$ (the nominal size divided by the design effect, estimated by batch means over the independent
 # chains), simulated. The table gives the null's median and central 95 % band and the one-sided p-value
-# P(null TV ≥ observed TV); `iid_floor` is the mean null TV at the nominal size, for scale. The exact law at a
+# P(null TV ≥ observed TV); the *iid floor* is the mean null TV at the nominal size, for scale. The exact law at a
 # higher temperature ($1.25\,\tau$) is a control: the same test against it should reject.
 
 # %%
@@ -222,7 +222,19 @@ per_state = pd.DataFrame({"state": ["".join(map(str, s)) for s in all_states.tol
 run.save_table(stationary, "stationary_law")
 run.save_table(convergence, "stationary_law_convergence")
 run.save_table(per_state, "stationary_law_states")
-show_table(stationary)
+LAW_COLUMNS = {"tv": "TV to π", "null_low": "null 95% low", "null_median": "null median", "null_high": "null 95% high",
+               "p_value": "p", "effective_samples": "effective size", "iid_floor": "iid floor",
+               "tv_to_wrong_law": "TV to the law at 1.25 τ", "p_value_wrong_law": "p (law at 1.25 τ)"}
+
+
+def turned(df, key: str, names: dict):
+    """A table of few rows and many columns, one row per column (so it fits a phone); integers as integers."""
+    t = df.rename(columns=names).set_index(key).T
+    cell = lambda v: f"{v:,.0f}" if float(v).is_integer() and abs(v) >= 1 else f"{v:.3g}"  # noqa: E731
+    return show_table(t.apply(lambda col: col.map(cell)).rename_axis(None, axis=1).reset_index(names=""))
+
+
+turned(stationary, "scan", LAW_COLUMNS | {"scan": "scan"})
 
 # %% [markdown]
 # **Calibration of the test.** The rule "p ≥ 0.05 against π" decides only if it has power and size at this design:
@@ -240,7 +252,7 @@ for scan, c in law_calibration.items():
     print(f"{scan} scan: {c}")
 
 # %%
-from glauber_mlm.pages.plots import legend_outside, panels
+from glauber_mlm.pages.plots import legend_outside, log_axis_at, panels
 
 fig, (a1, a2) = panels(2, height=4.6)
 for scan, marker in (("random", "o"), ("systematic", "x")):
@@ -259,6 +271,7 @@ c = convergence[convergence.scan == "random"]
 a2.plot(c.samples, c.iid_floor, "k--", label=r"iid sample of the nominal size from $\pi$ (mean)")
 a2.plot([], [], ls=":", color="grey", label=r"vs the law at $1.25\,\tau$ (control)")
 a2.set(xscale="log", yscale="log", xlabel="recorded states", ylabel="TV", title="TV falls with the sample size")
+log_axis_at(a2, c.samples)  # the sample sizes only: the default log ticks overlapped
 legend_outside(a2, "below", ncol=1)
 run.save_figure(fig, "stationary_law")
 
@@ -281,7 +294,7 @@ glue("stationary_finding", Markdown(" ".join(
     f"95% band [{r.null_low:.4f}, {r.null_high:.4f}] (p = {r.p_value:.2f}); the TV to the law at 1.25 τ is "
     f"{r.tv_to_wrong_law:.4f} (p = {r.p_value_wrong_law:.4f})." for r in stationary.itertuples())), display=False)
 show_table(convergence[["scan", "chains", "samples", "effective_samples", "tv", "null_low", "null_high", "p_value",
-                        "tv_to_wrong_law", "p_value_wrong_law"]])
+                        "tv_to_wrong_law", "p_value_wrong_law"]].rename(columns=LAW_COLUMNS))
 
 # %% [markdown]
 # **What {numref}`fig-00-stationary-law` shows.**
@@ -291,7 +304,7 @@ show_table(convergence[["scan", "chains", "samples", "effective_samples", "tv", 
 #
 # How to read it: a sampler that reaches π puts every state's visit frequency on the diagonal, and its TV to
 # π falls with the sample size, no higher than the null band (the TV an independent sample of the effective
-# size would have), with a p-value that is not small. The test is one-sided and conservative: N_eff comes from
+# size would have), with a p-value that is not small. The test is one-sided and conservative: $N_\mathrm{eff}$ comes from
 # the variance of the common states, so where those are more correlated between sweeps than the rare ones
 # the band sits above the TV. The TV to the law at 1.25 τ should instead level off at the distance between
 # the two laws, its p-value falling towards the floor of the simulation as the sample grows. The table
@@ -315,7 +328,7 @@ show_table(convergence[["scan", "chains", "samples", "effective_samples", "tv", 
 # *Low temperature*, the worst pair: the two ordered states 00…0 and 11…1. For q = 2 the maximal coupling
 # is the monotone one and the Ising chain is attractive, so this pair brackets every other pair and its
 # coupling time bounds the mixing time from any start. Leaving an ordered state costs at least one broken
-# bond (energy J, flipping an end site; 2J in the bulk), so the time should grow like e^{b·J/τ} with b
+# bond (energy J, flipping an end site; 2J in the bulk), so the time should grow like $e^{bJ/\tau}$ with b
 # between 1 and 2: we fit log T ≈ b·J/τ + a over all pairs, with a bootstrap interval over pairs.
 
 # %%
@@ -347,7 +360,10 @@ for regime, grid in (("high", [(t, n) for t in high_taus for n in ns]), ("low", 
 ising_coupling = pd.DataFrame(coupling_rows)
 pairs_df = pd.DataFrame(pair_rows)
 run.save_table(ising_coupling, "ising_coupling")
-show_table(ising_coupling.drop(columns=["budget", "pairs"]))
+show_table(ising_coupling[["regime", "temperature", "length", "met_fraction", "median_time", "ci_low", "ci_high",
+                            "per_nlogn", "path_coupling_estimate"]].rename(columns={
+    "temperature": "τ", "length": "n", "met_fraction": "met", "median_time": "median T", "ci_low": "95% low",
+    "ci_high": "95% high", "per_nlogn": "T / (n log n)", "path_coupling_estimate": "path coupling T"}))
 
 # %%
 fit_rows = []
@@ -368,8 +384,11 @@ run.save_table(slow_table, "ising_slowdown_fit")
 # the rule "b's 95% interval meets [1, 2]" at this design: replicate runs of the ordered pair, their times replanted
 # at a rate inside [1, 2] (b = 1.5, truth) and half a unit outside it (b = 0.5 or 2.5, nulls)
 slow_calibration = slowdown_calibration(n_low, low_taus, n_pairs, T_budget, J, replicates=20, seed=run["seed"] + 2)
-display(show_table(scaling.pivot(index="temperature", columns="law", values="r2_log").reset_index()))
-show_table(slow_table)
+display(show_table(scaling.pivot(index="temperature", columns="law", values="r2_log").reset_index()
+                   .rename(columns={"temperature": "τ (R² of log T per law)", "n^2": "n²"})))
+turned(slow_table.drop(columns=["start", "fit"]).assign(fit="log T ≈ b·J/τ + a"), "fit",
+       {"length": "n (ordered pair 00…0 vs 11…1)", "slope": "b", "slope_low": "b: 95% low", "slope_high": "b: 95% high",
+        "intercept": "a", "r2": "R² over pairs", "r2_of_medians": "R² of the log medians", "censored": "censored pairs"})
 
 # %%
 from glauber_mlm.pages.plots import legend_outside, log_axis_at, panels
@@ -500,7 +519,12 @@ rect_cal = pd.DataFrame(rect_rows)
 run.save_table(rect_cal, "rectangle_calibration")
 # the closed-form rule "largest |measured ρ − closed form| < the tolerance" against a planted wrong closed form
 closed_form_cal = closed_form_calibration(n_toy, q_toy, 0.5, n_rect, tol, replicates=20, seed=run["seed"])
-show_table(rect_cal)
+show_table(pd.DataFrame({  # the saved table has every interval; here the columns a reader compares
+    "model": rect_cal.model, "rectangles": rect_cal.rectangles, "closed form": rect_cal.closed_form,
+    "largest |ρ − closed form|": [f"{v:.2g}" if np.isfinite(v) else "—" for v in rect_cal.max_abs_error],
+    "median |ρ|": rect_cal.median_abs_rho, "tolerance": rect_cal.tolerance,
+    "above the tolerance [95%]": [f"{r.fraction_above_tol:.1%} [{r.fraction_ci_low:.1%}, {r.fraction_ci_high:.1%}]"
+                                  for r in rect_cal.itertuples()]}))
 
 # %%
 import matplotlib.ticker as mticker
@@ -581,8 +605,8 @@ glue("tolerance_note", Markdown(
 #
 # For the Ising chain, flipping a neighbour of an interior site moves its conditional by exactly
 # α = tanh(J/τ)/2 in total variation, whatever the rest of the context; an end site has one neighbour and
-# α = tanh(J/2τ). Dobrushin's total influence max_i Σ_j α_ij is therefore tanh(J/τ) < 1 at every τ. We run
-# `gm.influence_matrix` over all 2^n contexts (the sup is then exact) and compare. A Potts chain with q = 3
+# α = tanh(J/2τ). Dobrushin's total influence $\max_i \sum_j \alpha_{ij}$ is therefore tanh(J/τ) < 1 at every τ. We run
+# `gm.influence_matrix` over all $2^n$ contexts (the sup is then exact) and compare. A Potts chain with q = 3
 # shows the other side: there the sup depends on the context and the replacement token, and a few sampled
 # contexts with one replacement each only bound it from below, as on the MLMs.
 
@@ -617,12 +641,12 @@ run.save_table(influence_cal, "influence_calibration")
 INFLUENCE_TOLERANCE = 1e-5
 ising_influence_cal = ising_influence_calibration(n_infl, infl_taus, J, INFLUENCE_TOLERANCE, replicates=10,
                                                   seed=run["seed"])
-show_table(influence_cal)
+show_table(influence_cal.rename(columns={"temperature": "τ", "truth_source": "truth from", "abs_error": "|error|"}))
 
 # %%
-from glauber_mlm.pages.plots import legend_outside, panels
+from glauber_mlm.pages.plots import legend_outside, log_axis_at, panels
 
-fig, (ax,) = panels(1, width=8.5, height=4.2)
+fig, (ax,) = panels(1, width=6.5, height=5.4)
 ts = np.geomspace(min(infl_taus) * 0.8, max(infl_taus) * 1.2, 100)
 ax.plot(ts, np.tanh(J / ts), "k-", lw=1, label=r"$\tanh(J/\tau)$ (Ising, closed form)")
 ax.plot(ts, np.tanh(J / ts) / 2, "k:", lw=1, label=r"$\tanh(J/\tau)/2$ (interior $\alpha$)")
@@ -635,7 +659,8 @@ ax.plot(p3.temperature, p3.truth, "C2-", marker="^", label=r"pairwise $q = 3$: e
 ax.plot(p3.temperature, p3.measured, "C3--", marker="v", label=r"pairwise $q = 3$: 4 sampled contexts (lower bound)")
 ax.axhline(1, color="grey", lw=0.8)
 ax.set(xscale="log", xlabel=r"temperature $\tau$", ylabel="influence", title="Dobrushin influence: measured vs exact")
-legend_outside(ax, "right")
+log_axis_at(ax, infl_taus)  # the temperatures run only: the default log ticks overlapped
+legend_outside(ax, "below", ncol=1)  # below: the panel keeps the width on a phone
 run.save_figure(fig, "influence_calibration")
 closed = influence_cal[influence_cal.truth_source == "closed form"]
 sampled = influence_cal[influence_cal.truth_source != "closed form"]
@@ -667,7 +692,7 @@ glue("influence_finding", Markdown(
 # %% [markdown]
 # **Notebook 02's growth rule where n log n is the truth.** The rule that decides 02's claim (no convexity of T/n
 # in log n, `planted.not_faster_than_nlogn`) is applied to the Ising coupling times above, and calibrated at this
-# section's design (its lengths, pairs and budget) on the Ising chain against its times replanted as n^1.5
+# section's design (its lengths, pairs and budget) on the Ising chain against its times replanted as $n^{1.5}$
 # (`planted.growth_rule_calibration`), at 1, 2 and 4 times the pairs. The section's pairs per length are the
 # design an earlier build's calibration named as the smallest where the rule decides; the calibration runs at the
 # lower of the two temperatures only. How to read a fail here, where n log n is the asymptotic truth: either this
