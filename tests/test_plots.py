@@ -74,3 +74,37 @@ def test_panels_put_at_most_two_side_by_side_and_refuse_a_figure_wider_than_the_
     plt.close(fig)
     with pytest.raises(ValueError, match="at most 9"):
         panels(2, width=12)
+
+
+def test_map_fits_a_phones_column_in_the_book(monkeypatch, tmp_path):
+    """At 400 px the map stays inside the text column: no fixed width, and it is redrawn at once when the page's
+    width changes (headless Chromium lays a page out at 500 px before the 400-px capture)."""
+    import shutil
+    import subprocess
+    from pathlib import Path
+
+    import pytest
+    from PIL import Image
+
+    monkeypatch.delenv("GLAUBER_MLM_RUN_ID", raising=False)
+    assert interactive_map(chains(range(0, 40, 4)), "pc1", "pc2", "chain", ["step"], "map").layout.width is None
+    monkeypatch.setenv("GLAUBER_MLM_RUN_ID", "test")
+    html = interactive_map(chains(range(0, 400, 4)), "pc1", "pc2", "chain", ["step", "distance"], "map",
+                           text="text").data
+    assert html.startswith('<figure class="interactive-figure"') and "ResizeObserver" in html
+    browser = next((found for name in ("chromium", "chromium-browser", "google-chrome")
+                    if (found := shutil.which(name))), None)
+    if browser is None:
+        pytest.skip("no chromium to render the page")
+    shutil.copy(Path(__file__).parents[1] / "_static" / "plotly.min.js", tmp_path)
+    # the column ends 30 px before the window's right edge; the strip right of it must stay white
+    (tmp_path / "page.html").write_text(
+        '<!doctype html><html><head><meta name="viewport" content="width=device-width, initial-scale=1">'
+        '<script src="plotly.min.js"></script></head><body style="margin:0;background:#fff">'
+        f'<div style="margin:0 30px 0 16px">{html}</div></body></html>')
+    png = tmp_path / "page.png"
+    subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+                    "--virtual-time-budget=5000", "--window-size=400,1200", f"--screenshot={png}",
+                    (tmp_path / "page.html").as_uri()], check=True, capture_output=True, timeout=120)
+    strip = np.asarray(Image.open(png).convert("L"))[:700, 372:]
+    assert strip.min() > 240, "the map runs past the text column's right edge"

@@ -156,13 +156,28 @@ def interactive_map(frame, x: str, y: str, group: str, hover: list[str], title: 
     _add_time_slider(fig, frame, x, y, group, time, hover + (["state"] if text is not None else []))
     # below the axes, from the top: the play buttons, the slider, the legend; fixed in pixels (height and margins)
     # so that nothing overlaps at a phone's 400 px, where the legend takes a row per chain and scrolls
-    fig.update_layout(template="plotly_white", height=640, margin=dict(l=40, r=20, t=50, b=220),
+    fig.update_layout(template="plotly_white", height=640, autosize=True, margin=dict(l=40, r=20, t=50, b=220),
                       title=dict(text=title, x=0, xanchor="left", font=dict(size=14)), modebar=dict(orientation="v"),
                       legend=dict(orientation="h", yanchor="top", y=-0.66, font=dict(size=11), title_text="",
                                   maxheight=90))
     shown = ", ".join(c.replace("_", " ") for c in hover_data)
-    return _shipped(fig, title, f"Hover a point for its {shown}; the slider (or ▶ play) moves a ring to where each "
-                                f"chain was at that {time}; click a legend entry to hide a chain, drag to zoom.")
+    shipped = _shipped(fig, title, f"Hover a point for its {shown}; the slider (or ▶ play) moves a ring to where "
+                                   f"each chain was at that {time}; click a legend entry to hide a chain, drag to zoom.")
+    if isinstance(getattr(shipped, "data", None), str) and shipped.data.endswith("</figure>"):  # the book's HTML
+        shipped.data = shipped.data[:-len("</figure>")] + _FIT_COLUMN + "</figure>"
+    return shipped
+
+
+# The map has no fixed width: Plotly draws it at its container's width (autosize) and `responsive` redraws it when
+# the window changes, but only after a 100-ms timer, so a page laid out first at another width (a phone turned, a
+# side bar closed, headless Chromium's 500-px minimum) can show it wider than the text column; this redraws it at
+# once whenever the window or the column changes width.
+_FIT_COLUMN = ("<script>(function () { var f = document.currentScript.parentElement, "
+               "g = f.querySelector('.plotly-graph-div'); if (!g) return; "
+               "function fit() { if (window.Plotly && g._fullLayout && g.offsetWidth "
+               "&& Math.abs(g._fullLayout.width - g.offsetWidth) > 1) Plotly.relayout(g, {autosize: true}); } "
+               "window.addEventListener('resize', fit); "
+               "if (window.ResizeObserver) new ResizeObserver(fit).observe(f); })();</script>")
 
 
 def _add_time_slider(fig, frame, x: str, y: str, group: str, time: str, hover: list[str]) -> None:
