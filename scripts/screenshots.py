@@ -19,7 +19,7 @@ import numpy as np
 from PIL import Image
 
 WIDTHS = (1400, 400)
-WINDOW_HEIGHT = 30000  # taller than the longest page at 400 px; Chromium caps the height of one capture near here
+WINDOW_HEIGHTS = (30000, 60000, 120000)  # tried in turn until the page ends inside the window
 SLICE = 5000
 
 
@@ -30,36 +30,31 @@ def browser() -> str:
     sys.exit("no chromium found: install it (Debian: apt-get install chromium) and rerun")
 
 
-def capture(page: Path, width: int, png: Path) -> None:
+def capture(page: Path, width: int, height: int, png: Path) -> None:
     subprocess.run([browser(), "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-                    "--virtual-time-budget=5000", f"--window-size={width},{WINDOW_HEIGHT}", f"--screenshot={png}",
+                    "--virtual-time-budget=5000", f"--window-size={width},{height}", f"--screenshot={png}",
                     page.resolve().as_uri()], check=True, capture_output=True)
 
 
-def without_blank_tail(image: Image.Image) -> Image.Image:
-    """The capture with the blank stretch between the page's end and the footer (which sits at the window's bottom)
-    cut out: the longest run of identical rows, where it is longer than 200 px."""
+def blank_tail(image: Image.Image) -> tuple[int, int]:
+    """(start, length) of the blank stretch between the page's end and the footer (which sits at the window's
+    bottom): the longest run of identical rows; length < 200 means the page did not end inside the window."""
     rows = np.asarray(image)
-    same = np.all(rows[1:] == rows[:-1], axis=(1, 2))
-    best, start, run_start = (0, 0), 0, None
-    for i, s in enumerate(np.append(same, False)):
-        if s and run_start is None:
-            run_start = i
-        elif not s and run_start is not None:
-            if i - run_start > best[0]:
-                best, start = (i - run_start, run_start), run_start
-            run_start = None
-    length, start = best
-    if length < 200:
-        return image
-    keep = np.concatenate([rows[:start + 40], rows[start + length:]])
-    return Image.fromarray(keep)
+    same = np.concatenate([[False], np.all(rows[1:] == rows[:-1], axis=(1, 2)), [False]]).astype(int)
+    starts, ends = np.flatnonzero(np.diff(same) == 1), np.flatnonzero(np.diff(same) == -1)
+    if starts.size == 0:
+        return 0, 0
+    k = np.argmax(ends - starts)
+    return int(starts[k]), int(ends[k] - starts[k])
 
 
 def slices(png: Path) -> list[Path]:
     """Cut the blank tail out of `png` and the rest into slices of at most SLICE px; returns the slices' paths."""
     with Image.open(png) as image:
-        image = without_blank_tail(image.convert("RGB"))
+        image = image.convert("RGB")
+    start, length = blank_tail(image)
+    rows = np.asarray(image)
+    image = Image.fromarray(np.concatenate([rows[:start + 40], rows[start + length:]]))
     out = []
     for k, top in enumerate(range(0, image.height, SLICE), start=1):
         path = png.with_name(f"{png.stem}-{k}.png")
@@ -83,7 +78,13 @@ def main() -> None:
             continue
         for width in WIDTHS:
             whole = args.out / f"{page.stem}-{width}.png"
-            capture(page, width, whole)
+            for height in WINDOW_HEIGHTS:
+                capture(page, width, height, whole)
+                with Image.open(whole) as image:
+                    if blank_tail(image.convert("RGB"))[1] >= 200:
+                        break
+            else:
+                print(f"{page.stem} at {width} px is longer than {height} px: its screenshot is cut", file=sys.stderr)
             print(page.stem, width, " ".join(str(p) for p in slices(whole)))
 
 
