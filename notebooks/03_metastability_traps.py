@@ -164,7 +164,7 @@ def planned_work(p: dict) -> list[Work]:
 
 show_plan(planned_work(run.params))
 
-# %%
+# %% tags=["hide-cell"]
 # the design's values, for the prose ({glue:text}`steps` and so on): the page names values, not variables
 for key in ("calibration_passages", "neighbours", "min_dwell", "steps", "seeds", "record_every", "chains", "reach_steps"):
     glue(key, int(run[key]), display=False)
@@ -243,11 +243,11 @@ ax.set(xlabel="embedding distance to a one-token neighbour", ylabel="neighbours"
        title=f"one-token jitter ({len(jitter)} neighbours)\nradius at q = {q_radius:g} (solid), panel (dotted)")
 ax = axes[1]
 ax.hist(between, bins=40, color="0.6")
-for q, d in zip(q_deltas, deltas):
-    ax.axvline(d, color="tab:blue", lw=1.2)
-    ax.text(d, ax.get_ylim()[1] * 0.95, f" q={q:g}", color="tab:blue", fontsize=8, va="top")
+for (q, d), ls in zip(zip(q_deltas, deltas), ("-", "--", ":", "-.")):
+    ax.axvline(d, color="tab:blue", lw=1.2, ls=ls, label=rf"$\delta$ = {d:.2f} (q = {q:g})")
 ax.set(xlabel="embedding distance between two passages", ylabel="pairs",
        title=f"independent passages ({len(between)} pairs)\n" r"escape distances $\delta$")
+legend_outside(ax, "below", ncol=1)  # the δ lines are close together: their labels go under the panel
 run.save_figure(fig, "calibration")
 plt.show()
 print(f"calibrated from {len(cal_rows)} passages, before any chain ran: trap radius r = {radius:.3f} "
@@ -277,10 +277,10 @@ glue("calibration_finding", Markdown(
 # %% [markdown]
 # ## Long trajectories: low temperature and the control
 #
-# Each starting passage runs {glue:text}`seeds` chains of {glue:text}`steps` Glauber steps at τ = {glue:text}`temperature:g`, and the same starts
+# Each starting passage runs {glue:text}`seeds` chain(s) of {glue:text}`steps` Glauber steps at τ = {glue:text}`temperature:g`, and the same starts
 # with the same seeds run at τ = {glue:text}`control_temperature:g`, all in one batch; every {glue:text}`record_every` steps the state is
 # decoded and embedded (unit vectors, so the distance between two states lies in [0, 2] and equals
-# $\sqrt{2 - 2\cos}$).
+# $\sqrt{2 - 2\cos\theta}$ for the angle $\theta$ between them).
 
 # %%
 PS = P * S
@@ -342,7 +342,7 @@ for c in range(2 * PS):
 ax.set(title=rf"distance from the start: $\tau = {tau_low:g}$ (solid), ${tau_ctl:g}$ (dotted)", xlabel="step",
        ylabel=r"$\|e_t - e_0\|$")
 legend_outside(ax, "below", ncol=2)
-fig.suptitle(f"{mlm.name}: {run['steps']} Glauber steps from {P} passages × {S} seeds")
+fig.suptitle(f"{mlm.name}: {run['steps']} Glauber steps from {P} passages × {S} seed{'s' if S > 1 else ''}")
 run.save_figure(fig, "trajectory_map")
 plt.show()
 late = {k: np.median(dist[R // 2:, half[k]]) for k in kinds}
@@ -357,7 +357,7 @@ glue("trajectory_finding", Markdown(
 # :name: fig-03-trajectory-map
 # :alt: Map of chain trajectories in a two-dimensional embedding projection, and distance from the start over time.
 #
-# **Trajectories in sentence-embedding space.** Left: the first low-temperature chain's embeddings projected on two axes (PCA, and UMAP where drawn), coloured by step; right: each chain's embedding distance from its start against the step (solid: low temperature, dotted: control).
+# **Trajectories in sentence-embedding space.** The maps (PCA, and UMAP where drawn): the first low-temperature chain's embeddings projected on two axes, coloured by step; the last panel: each chain's embedding distance from its start against the step (solid: low temperature, dotted: control).
 # :::
 
 # %% [markdown]
@@ -373,10 +373,10 @@ glue("trajectory_finding", Markdown(
 everything = emb.reshape(R * 2 * PS, -1)
 xy = semantic.pca_2d(everything).reshape(R, 2 * PS, 2)
 explore = pd.DataFrame([dict(chain=f"τ = {tau_low if c < PS else tau_ctl:g}, {start_ids[chain_start[c % PS]]}, "
-                                  f"seed {chain_seed[c % PS]}", step=int(record_steps[r]), pc1=xy[r, c, 0],
-                             pc2=xy[r, c, 1], distance=round(float(dist[r, c]), 3), text=texts[r, c])
+                                  f"seed {chain_seed[c % PS]}", step=int(record_steps[r]), **{"PC 1": xy[r, c, 0],
+                             "PC 2": xy[r, c, 1]}, distance=round(float(dist[r, c]), 3), text=texts[r, c])
                         for c in range(2 * PS) for r in range(R)])
-interactive_map(explore, "pc1", "pc2", "chain", ["step", "distance"], "chains on the principal axes of their embeddings",
+interactive_map(explore, "PC 1", "PC 2", "chain", ["step", "distance"], "chains on the principal axes of their embeddings",
                 text="text")
 
 # %% [markdown]
@@ -389,10 +389,11 @@ interactive_map(explore, "pc1", "pc2", "chain", ["step", "distance"], "chains on
 # ## Traps at the calibrated radius: low temperature against the control
 #
 # Below, the traps of every long chain (both temperatures) at the calibrated radius, with the decoded text
-# at each trap's entry, and per temperature the number of traps per chain, the fraction of the run spent
+# at each trap's entry (a long table, folded: open it to read the texts; also in `traps.csv`), and per
+# temperature the number of traps per chain, the fraction of the run spent
 # trapped (bootstrap intervals over chains) and the Kaplan–Meier median dwell.
 
-# %%
+# %% tags=["hide-output"]
 def trap_analysis(r):
     """Traps of every long chain at radius r: the trap table and one summary row per temperature."""
     t = semantic.chain_traps(emb, record_steps, r, run["min_dwell"])
@@ -643,8 +644,7 @@ for ax, (col, lo, hi, label) in zip(axes, panels):
     ax.axvline(radius, color="k", lw=0.6, ls=":")
     ax.set(xlabel=r"trap radius $r$ (jitter quantile)", ylabel=label)
     ax.set_xticks(list(radii.values()))
-    ax.set_xticklabels([f"{r:.2f} (q={q:g})" for q, r in radii.items()], rotation=40, ha="right",
-                       rotation_mode="anchor")
+    ax.set_xticklabels([f"{r:.2f} (q={q:g})" for q, r in radii.items()], rotation=90)  # close radii: slanted labels overlapped
 axes[0].set_ylim(-0.03, 1.03)
 handles, labels = axes[0].get_legend_handles_labels()
 fig.legend(handles, labels, loc="outside lower center", ncol=2, frameon=False)
