@@ -154,7 +154,7 @@ def planned_work(p: dict) -> list[Work]:
 
 show_plan(planned_work(run.params))
 
-# %%
+# %% tags=["hide-cell"]
 # the design's values, for the prose ({glue:text}`starts` and so on): the page names values, not variables
 from IPython.display import Markdown
 from myst_nb import glue
@@ -284,7 +284,7 @@ inside = p_pol >= run["threshold"]
 record_steps = traj.steps.numpy()
 meta["start_score"] = p_pol[0]
 meta["time_in_region"] = inside[1:].mean(0)     # records after the start
-meta.groupby("start")["start_score"].describe()
+show_table(meta.groupby("start")["start_score"].describe().reset_index().astype({"count": int}))
 
 # %% [markdown]
 # The score of the starting states (step 0, the first {glue:text}`length` tokens of each passage) shows how well the
@@ -356,10 +356,10 @@ plt.show()
 cols = np.flatnonzero(meta.temperature.isin([min(temps), max(temps)]).to_numpy())
 xy = semantic.pca_2d(emb[:, cols].reshape(-1, emb.shape[-1])).reshape(R, len(cols), 2)
 explore = pd.DataFrame([dict(group=f"{meta.start[c]} start, τ = {meta.temperature[c]:g}", start=meta.start_id[c],
-                             step=int(record_steps[r]), pc1=xy[r, k, 0], pc2=xy[r, k, 1],
+                             step=int(record_steps[r]), **{"PC 1": xy[r, k, 0], "PC 2": xy[r, k, 1]},
                              political=round(float(p_pol[r, c]), 3), text=texts[r, c])
                         for k, c in enumerate(cols) for r in range(R)])
-interactive_map(explore, "pc1", "pc2", "group", ["start", "step", "political"],
+interactive_map(explore, "PC 1", "PC 2", "group", ["start", "step", "political"],
                 "chain states on the principal axes of their embeddings (colour: P(political))",
                 color="political", text="text")
 
@@ -469,7 +469,7 @@ plt.show()
 # region). A quantity is monotone within its intervals when no two resolved differences point opposite
 # ways; the intervals are per pair, not simultaneous.
 
-# %%
+# %% tags=["hide-output"]
 contrasts = pd.concat([
     political.temperature_contrasts(meta[meta.start == "political"], "time_in_region", seed=run["seed"]
                                     ).assign(start="political"),
@@ -489,7 +489,7 @@ for (quantity, kind), g in contrasts.groupby(["quantity", "start"], sort=False):
               f"difference {r.difference:+.2f} [{r.ci_low:+.2f}, {r.ci_high:+.2f}] over {r.starts} starts")
 
 # %% [markdown]
-# **The blocked trend test, fixed before the runs.** The pairwise intervals above are per pair and unadjusted; the
+# **The blocked trend test, fixed before the runs.** The pairwise intervals above (folded; also in `trend.csv`) are per pair and unadjusted; the
 # checks use one test per quantity instead: Page's L test over the temperatures, blocked by starting passage
 # (`political.page_trend`), one-sided in the direction the claim predicts, at level 0.05. Its power and size at
 # this design (these starts and temperatures) come from planted data with the start-to-start and residual spread
@@ -515,7 +515,12 @@ for quantity, data, falls in (("time_in_region", meta[meta.start == "political"]
                                 power=cal.power, size=cal.size, calibrated_on=cal.calibrated_on, calibration=cal,
                                 to_decide=smallest_decisive(designs))
 page_table = run.save_table(pd.DataFrame(trend_rows.values()).drop(columns="calibration"), "trend_test")
-show_table(page_table)
+from IPython.display import display
+
+prose_cols = ["calibrated_on", "to_decide"]  # their own table, so that the numbers' columns stay narrow
+display(show_table(page_table.drop(columns=prose_cols)))
+show_table(page_table[["quantity", *prose_cols]]).set_properties(subset=prose_cols, **{"min-width": "16em",
+                                                                                      "text-align": "left"})
 
 # %% [markdown]
 # **What the score calls political in edited text.** A chain at temperature τ has, by its last record, replaced a
