@@ -174,6 +174,14 @@ glue("radius_quantile", q_radius, display=False)
 glue("radius_quantiles", Markdown(", ".join(f"{q:g}" for q in q_panel)), display=False)
 glue("delta_quantiles", Markdown(", ".join(f"{q:g}" for q in q_deltas)), display=False)
 
+# tables show reader names, not variable names: τ for temperature, "95 % low/high" for interval ends, spaces
+READER = {"temperature": "τ", "delta": "δ", "delta_quantile": "δ quantile"}
+
+
+def reader(df):
+    return df.rename(columns=lambda c: READER.get(c, c.replace("ci_low", "95 % low").replace("ci_high", "95 % high")
+                                                  .replace("_", " ")))
+
 # %% [markdown]
 # ## The rules, fixed before any chain runs
 #
@@ -229,7 +237,7 @@ calibration = run.save_table(pd.DataFrame(
           value=float(r), sample=len(jitter)) for q, r in radii.items()]
     + [dict(threshold="escape distance δ", source="independent passages", level=q, value=d, sample=len(between))
        for q, d in zip(q_deltas, deltas)]), "calibration")
-show_table(calibration)
+show_table(reader(calibration))
 
 # %%
 from glauber_mlm.pages.plots import legend_outside, panels as book_panels
@@ -425,11 +433,11 @@ traps_all["entry_text"] = [texts[s, c] for s, c in zip(traps_all.start_index, tr
 traps = run.save_table(traps_all, "traps")
 summary.insert(5, "radius_quantile", q_radius)
 trap_summary = run.save_table(summary, "trap_counts")
-show_table(traps[["kind", "start_passage", "seed", "start_step", "end_step", "dwell", "escaped", "entry_text"]]
-           ).set_properties(subset=["entry_text"], **{"white-space": "normal", "min-width": "24em", "text-align": "left"})
+show_table(reader(traps[["kind", "start_passage", "seed", "start_step", "end_step", "dwell", "escaped",
+                          "entry_text"]])).set_properties(subset=["entry text"], **{"white-space": "normal", "min-width": "24em", "text-align": "left"})
 
 # %%
-show_table(trap_summary)
+show_table(reader(trap_summary))
 
 # %%
 by_chain = pd.DataFrame(dict(start_passage=[start_ids[chain_start[k]] for k in range(PS)], seed=chain_seed,
@@ -475,7 +483,7 @@ matched = run.save_table(pd.DataFrame(dict(start_passage=[start_ids[chain_start[
 print(f"time trapped at radius {radius:.3f}: τ = {tau_low:g} {frac[:PS].mean():.0%}, matched-rate null "
       f"{null_frac.mean():.0%}; paired difference {null_diff[0]:+.0%} [{null_diff[1]:+.0%}, {null_diff[2]:+.0%}] over "
       f"{PS} chains")
-show_table(matched)
+show_table(reader(matched))
 
 # %% [markdown]
 # **Calibration of the criterion.** The rule above decides only if, at this page's design, it passes where there are
@@ -530,7 +538,7 @@ elif not (trap_cal.decisive and panel_cal.decisive):  # underpowered: more chain
     panel_to_decide = smallest_decisive({d: c[1] for d, c in more.items()})
 if trap_to_decide:
     print(f"criterion: {trap_to_decide}; panel: {panel_to_decide}")
-show_table(trap_calibration)
+show_table(reader(trap_calibration))
 
 # %%
 from glauber_mlm.pages.plots import legend_outside, panels as book_panels
@@ -615,13 +623,13 @@ for (q, r), null_r in zip(radii.items(), null_panel):
                           null_difference=nd[0], null_ci_low=nd[1], null_ci_high=nd[2], beats_null=bool(nd[1] > 0)))
 sensitivity = run.save_table(pd.concat(sens_rows, ignore_index=True), "trap_sensitivity")
 criterion = run.save_table(pd.DataFrame(crit_rows), "trap_criterion")
-show_table(sensitivity[["radius_quantile", "radius", "kind", "time_trapped", "time_trapped_ci_low", "time_trapped_ci_high",
-                        "traps_per_chain", "median_dwell", "median_dwell_ci_low", "median_dwell_ci_high"]])
+show_table(reader(sensitivity[["radius_quantile", "radius", "kind", "time_trapped", "time_trapped_ci_low", "time_trapped_ci_high",
+                        "traps_per_chain", "median_dwell", "median_dwell_ci_low", "median_dwell_ci_high"]]))
 
 # %%
-show_table(criterion[["radius_quantile", "radius", "pairs", "time_trapped_low", "time_trapped_matched_null",
+show_table(reader(criterion[["radius_quantile", "radius", "pairs", "time_trapped_low", "time_trapped_matched_null",
                       "null_difference", "null_ci_low", "null_ci_high", "beats_null", "time_trapped_control",
-                      "difference", "ci_low", "ci_high", "separates"]])
+                      "difference", "ci_low", "ci_high", "separates"]]))
 
 # %%
 from glauber_mlm.pages.plots import legend_outside, panels as book_panels
@@ -713,7 +721,7 @@ for k, tau in enumerate(temps):
                              median_ci_low=mlo, median_ci_high=mhi))
         escape_curves[tau, delta] = km_survival(t_esc, escaped, reach.steps.numpy())
 escape_fraction = run.save_table(pd.DataFrame(rows_out), "escape_fraction")
-show_table(escape_fraction)
+show_table(reader(escape_fraction))
 
 # %%
 from glauber_mlm.pages.plots import legend_outside, panels as book_panels
@@ -824,7 +832,7 @@ escape_calibration = run.save_table(pd.DataFrame(
     [dict(check=name, power=c.power, size=c.size, replicates=c.replicates, decisive=c.decisive)
      for name, c in (("escape fraction, Wilson intervals apart", wilson_cal), ("escape-time slope > 0", slope_cal))]),
     "escape_calibration")
-show_table(escape_slope)
+show_table(reader(escape_slope))
 
 # %%
 from glauber_mlm.pages.plots import panels as book_panels
@@ -860,7 +868,7 @@ glue("slope_finding", Markdown(
 print(f"slope of log escape time on 1/τ: {slope_fit['slope']:.3g} [{slope_fit['slope_low']:.3g}, "
       f"{slope_fit['slope_high']:.3g}] (95%, bootstrap over {P} starts; {slope_fit['censored']} of {len(t_mid)} chains "
       f"censored); calibration: Wilson rule {wilson_cal}, slope rule {slope_cal}")
-show_table(escape_calibration)
+show_table(reader(escape_calibration))
 
 # %% [markdown]
 # :::{glue:figure} fig:escape_time

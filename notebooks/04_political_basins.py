@@ -163,6 +163,14 @@ for key in ("starts", "seeds", "steps", "record_every", "length"):
     glue(key, int(run[key]), display=False)
 glue("test_fraction", float(run["test_fraction"]), display=False)
 
+# tables show reader names, not variable names: τ for temperature, "95 % low/high" for interval ends, spaces
+READER = {"temperature": "τ"}
+
+
+def reader(df):
+    return df.rename(columns=lambda c: READER.get(c, c.replace("ci_low", "95 % low").replace("ci_high", "95 % high")
+                                                  .replace("_", " ")))
+
 # %% [markdown]
 # ## What is held out, and what is not
 #
@@ -191,7 +199,7 @@ print(f"documents shared by the starting passages and the labelled text: {len(sh
       f"{int(roles[roles.roles.str.contains('train')].documents.sum())}")
 print("sources of each set: " + "; ".join(f"{name}: {', '.join(s)}" for name, s in sources.items())
       + f"; MLM training text: {', '.join(s['name'] for s in manifest['sources'])}")
-show_table(roles)
+show_table(reader(roles))
 
 # %% [markdown]
 # So no starting passage and no labelled paragraph was seen by the model in training, and no starting
@@ -221,7 +229,7 @@ accuracy = political.accuracy_table(score, lab_emb[test], labels[test])
 accuracy.insert(0, "method", run["method"])
 accuracy["train_rows"], accuracy["threshold"] = len(train), run["threshold"]
 run.save_table(accuracy, "score_accuracy")
-show_table(accuracy)
+show_table(reader(accuracy))
 
 # %% [markdown]
 # ## Static base rate: how much starting text the score calls political
@@ -249,7 +257,7 @@ for group, mask in (("all passages", np.ones_like(base_topic)), ("topic politics
     base.append(dict(passages=group, n=int(mask.sum()), documents=len(set(base_docs[mask])), fraction=f,
                      ci_low=lo, ci_high=hi))
 base_rate = run.save_table(pd.DataFrame(base), "base_rate")
-show_table(base_rate)
+show_table(reader(base_rate))
 
 # %% [markdown]
 # ## Chains from political and from non-political starts
@@ -284,7 +292,8 @@ inside = p_pol >= run["threshold"]
 record_steps = traj.steps.numpy()
 meta["start_score"] = p_pol[0]
 meta["time_in_region"] = inside[1:].mean(0)     # records after the start
-show_table(meta.groupby("start")["start_score"].describe().reset_index().astype({"count": int}))
+show_table(meta.groupby("start")["start_score"].describe().reset_index().astype({"count": int})
+           .rename(columns={"start": "starts"}))
 
 # %% [markdown]
 # The score of the starting states (step 0, the first {glue:text}`length` tokens of each passage) shows how well the
@@ -305,7 +314,7 @@ for (tau, kind), g in meta.groupby(["temperature", "start"]):
     tir.append(dict(temperature=tau, start=kind, chains=len(g), fraction=f, ci_low=lo, ci_high=hi,
                     start_inside=float((g.start_score >= run["threshold"]).mean()), starts=g.start_id.nunique()))
 time_in_region = run.save_table(pd.DataFrame(tir), "time_in_region")
-show_table(time_in_region)
+show_table(reader(time_in_region))
 
 # %%
 from glauber_mlm.pages.plots import legend_outside, panels
@@ -396,7 +405,7 @@ for tau in temps:
 # temperature: the fraction that escaped (interval over starts), the Kaplan–Meier survival curve of the
 # escape time (the fraction of chains not yet out, with a 95 % log-log band; scipy's `ecdf` on censored
 # data) and its median with the interval where that band crosses ½ (`stats.km_median`: ∞ when half or more
-# never escaped, an upper end of ∞ when the data cannot rule that out). The column `first_sweep` is the share of the
+# never escaped, an upper end of ∞ when the data cannot rule that out). The column *first sweep* is the share of the
 # escapes that happen within the first {glue:text}`length` steps, one sweep of the random scan: leaving then is the
 # relaxation of the start to the nearest state the dynamics favours, not the crossing of a barrier.
 
@@ -419,7 +428,7 @@ for tau in temps:
 escape_times = run.save_table(pd.DataFrame(esc, columns=[
     "temperature", "chains", "escaped", "escape_fraction", "ci_low", "ci_high", "median_escape_step", "median_ci_low",
     "median_ci_high", "censor_step", "first_sweep"]), "escape_times")
-show_table(escape_times)
+show_table(reader(escape_times))
 
 # %%
 from glauber_mlm.pages.plots import legend_outside, panels
@@ -518,9 +527,9 @@ page_table = run.save_table(pd.DataFrame(trend_rows.values()).drop(columns="cali
 from IPython.display import display
 
 prose_cols = ["calibrated_on", "to_decide"]  # their own table, so that the numbers' columns stay narrow
-display(show_table(page_table.drop(columns=prose_cols)))
-show_table(page_table[["quantity", *prose_cols]]).set_properties(subset=prose_cols, **{"min-width": "16em",
-                                                                                      "text-align": "left"})
+display(show_table(reader(page_table.drop(columns=prose_cols))))
+show_table(reader(page_table[["quantity", *prose_cols]])).set_properties(subset=["calibrated on", "to decide"],
+                                                                         **{"min-width": "16em", "text-align": "left"})
 
 # %% [markdown]
 # **What the score calls political in edited text.** A chain at temperature τ has, by its last record, replaced a
@@ -537,7 +546,7 @@ fpr = political.corrupted_false_positives(score, lambda t: semantic.embed(emb_mo
                                           np.random.default_rng(run["seed"]), mlm.decode)
 fpr.insert(0, "temperature", edit_rate.index.to_numpy())
 fpr = run.save_table(fpr, "corrupted_false_positives")
-show_table(fpr)
+show_table(reader(fpr))
 
 # %% [markdown]
 # **Have the chains forgotten their start?** At each τ, the share of sites where a chain's last state differs from
@@ -570,7 +579,7 @@ memory_text = (
     f"basin), and not at τ = {', '.join(f'{t:g}' for t in temps if t not in remembers)}.")
 glue("memory_text", Markdown(memory_text), display=False)
 print(memory_text)
-show_table(start_memory)
+show_table(reader(start_memory))
 
 # %% [markdown]
 # **Calibrating the two level checks, fixed before the runs.** Each compares a time in the region with a reference:
@@ -623,7 +632,7 @@ level_table = run.save_table(pd.DataFrame(
      for name, ds in (("political vs non-political starts", start_designs),
                       ("non-political starts vs edited text", edited_designs)) for d, c in ds.items()]),
     "level_calibration")
-show_table(level_table)
+show_table(reader(level_table))
 
 # %%
 esc_t = escape_times.set_index("temperature")
