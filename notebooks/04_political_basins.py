@@ -714,6 +714,8 @@ glue("escape_finding", Markdown(
 run.conclude(
     claim="Political content is a measurable metastable basin: chains started in it stay there, longer at lower "
           "temperature, and chains from elsewhere are drawn into it.",
+    paper="political content as a measurable case study of persistent semantic basins and long-lived traps "
+          "(abstract); the captions state no number for it.",
     key_numbers={
         f"time in the region at τ = {t_lo:g}, political vs non-political starts":
             f"{pol_lo.fraction:.0%} [{pol_lo.ci_low:.0%}, {pol_lo.ci_high:.0%}] vs "
