@@ -23,7 +23,7 @@ def test_unknown_stream_and_bad_index_are_refused():
     with pytest.raises(TypeError, match="n must be an integer"):
         stream(0, "pairs", 8.0)
     assert set(NAMED_STREAMS) == {"starts", "chains", "grid pairs", "pairs", "tempering calibration", "tempering",
-                                  "plain MH"}
+                                  "plain MH", "ising pairs", "planted ising pairs"}
     assert [stream(2, name) for name in ("tempering calibration", "tempering", "plain MH")] == [
         2 * 1_000_003 + 5_000_000, 2 * 1_000_003 + 6_000_000, 2 * 1_000_003 + 6_100_000]
 

@@ -95,6 +95,8 @@ NAMED_STREAMS = {
     "tempering calibration": 5_000_000,  # 07's replica-exchange calibration on the two-well model
     "tempering": 6_000_000,  # 07's replica exchange on the MLM
     "plain MH": 6_100_000,   # 07's plain MH on the MLM, beside it
+    "ising pairs": 8_000_000,          # 00's Ising coupling cells, through `cell_seed` (n, τ)
+    "planted ising pairs": 8_100_000,  # `pages.planted.ising_coupling_samples`, through `cell_seed` (n, τ)
 }
 
 
@@ -107,3 +109,27 @@ def stream(seed: int, name: str, n: int | torch.Tensor = 0, s: int = 0) -> int |
         raise ValueError(f"unknown seed stream {name!r}: the named streams are {', '.join(map(repr, NAMED_STREAMS))}.")
     return check_int("seed", seed) * 1_000_003 + NAMED_STREAMS[name] + 1009 * check_int("s", s) + (
         n if isinstance(n, torch.Tensor) else check_int("n", n))
+
+
+def _splitmix64_int(z: int) -> int:
+    """splitmix64 on a Python int (the same mix as `_splitmix64`, unsigned)."""
+    z = (z + 0x9E3779B97F4A7C15) & _MASK64
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK64
+    return z ^ (z >> 31)
+
+
+def cell_seed(seed: int, name: str, n: int, temperature: float) -> int:
+    """The first seed of the block of chains of cell (n, τ) of the named draw `name` in a run seeded `seed`: a
+    62-bit hash of (`stream(seed, name)`, n, the bits of float τ). A block of P chains takes cell_seed, …,
+    cell_seed + P − 1 (an int seed in `sampling.chain_seeds`), and its starts may be drawn from a generator seeded
+    with it. Blocks of distinct cells are disjoint however many chains they hold, unless two hashes fall within P of
+    each other (a chance of about cells² · P / 2^62), where consecutive seeds `stream` gives overlap once a block
+    outgrows the spacing of its index."""
+    import struct
+
+    tau_bits = struct.unpack("<Q", struct.pack("<d", float(temperature)))[0]
+    z = _splitmix64_int(stream(seed, name) & _MASK64)
+    for k in (check_int("n", n) & _MASK64, tau_bits):
+        z = _splitmix64_int(z ^ k)
+    return z >> 2

@@ -415,29 +415,39 @@ def tell_apart(judged: list[dict]) -> list[dict]:
     return out
 
 
-def nlogn_curvature(n, times, met=None, level: float = 0.95, n_boot: int = 1000, seed: int = 0) -> dict[str, float]:
+def nlogn_curvature(n, times, met=None, level: float = 0.95, n_boot: int = 1000, seed: int = 0,
+                    faster: str = "n^1.5") -> dict[str, float]:
     """Is T faster than n log n? The curvature c of T/n ≈ a + b·log n + c·(log n)², fitted to the censored median T
-    per length, with a one-sided bootstrap bound (pairs resampled within each length).
+    per length, with one-sided bootstrap bounds (pairs resampled within each length).
 
     Every law a·n log n + b'·n (n log n with any lower-order linear term) has c = 0 exactly; a power n^β with β > 1
-    is convex in log n (c > 0). The rule "growth faster than n log n" is `low > 0`, with `low` the one-sided `level`
-    lower bound of c. Needs at least four lengths (three coefficients and a residual). Returns dict(c, low,
-    slope, dropped); all nan when some length's median is censored.
+    is convex in log n (c > 0). Short chains whose law is n log n only asymptotically can be convex too (the local
+    slope of T/n climbing towards its limit), so c is also set beside `c_faster`: the c of the faster law `faster`
+    drawn through the data's own middle-length median (T = med[mid]·f(n)/f(n_mid)), the nearest law the data are
+    to be told from. Needs at least four lengths (three coefficients and a residual).
+
+    Returns dict(c, low, high, c_faster, slope, dropped): `low` and `high` the one-sided `level` lower and upper
+    bounds of c (level in (0.5, 1)); all but `dropped` nan when some length's median is censored.
     """
+    if not 0.5 < level < 1:
+        raise ValueError(f"level must lie in (0.5, 1) (the coverage of each one-sided bound), got {level!r}.")
     lengths, groups = pairs_by_length(n, times, met)
     if lengths.size < 4:
         raise ValueError(f"the curvature test needs at least four lengths, got {lengths.tolist()}.")
     nan = float("nan")
     medians = np.array([np.median(g) for g in groups])
     if not np.isfinite(medians).all():
-        return dict(c=nan, low=nan, slope=nan, dropped=n_boot)
+        return dict(c=nan, low=nan, high=nan, c_faster=nan, slope=nan, dropped=n_boot)
     L = np.log(lengths)
     design = np.stack([np.ones_like(L), L, L**2], 1)
     solve = np.linalg.pinv(design)  # (3, lengths): coefficients of each resample in one product
     coef = solve @ (medians / lengths)
+    mid, f = lengths.size // 2, law_function(faster)
+    c_faster = float(solve[2] @ (medians[mid] * f(lengths) / f(lengths[mid]) / lengths))
     rng = np.random.default_rng(seed)
     boot = np.stack([np.median(g[rng.integers(0, g.size, (n_boot, g.size))], axis=1) for g in groups], 1)
     ok = np.isfinite(boot).all(1)
     c_boot = (boot[ok] / lengths) @ solve[2]
-    low = float(np.quantile(c_boot, 1 - level)) if c_boot.size else nan
-    return dict(c=float(coef[2]), low=low, slope=float(coef[1]), dropped=int((~ok).sum()))
+    low, high = (float(np.quantile(c_boot, q)) if c_boot.size else nan for q in (1 - level, level))
+    return dict(c=float(coef[2]), low=low, high=high, c_faster=c_faster, slope=float(coef[1]),
+                dropped=int((~ok).sum()))
