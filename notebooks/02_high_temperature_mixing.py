@@ -478,38 +478,47 @@ show_table(verdicts.assign(law=verdicts.law.replace(LAW_NAMES),
 # **The rule, fixed before the runs** (`planted.not_faster_than_nlogn`). Every law a·n log n + b·n (n log n with
 # any lower-order linear term, as path coupling predicts: T ≈ (n/δ)·log(n/2)) makes T/n linear in log n; a power
 # $n^\beta$ with β > 1 makes it convex. Fit T/n ≈ a + b·log n + c·(log n)² to the per-length medians
-# (`stats.nlogn_curvature`): growth faster than n log n is declared when the one-sided 95% bootstrap bound of c
-# (pairs resampled within each length) lies above zero. The check passes at a temperature when it is not.
+# (`stats.nlogn_curvature`). Short chains whose law is n log n only asymptotically are convex too (T/n climbs towards
+# its slope from below), so c is not tested against 0 but against the nearest faster candidate law: the check passes
+# at a temperature when the one-sided 95% bootstrap upper bound of c (pairs resampled within each length) lies below
+# the c of $n^{1.5}$ drawn through the data's own middle-length median, i.e. when the coupling times grow more
+# slowly than $n^{1.5}$.
 #
 # **Calibration.** The same rule runs on planted data at this page's design (its lengths, pairs per length and
-# budget): the Ising chain at J/τ = 1/2, whose coupling times grow like n log n (power: the fraction of replicate
-# runs where the rule passes), and the same times replanted so that their medians grow like $n^{1.5}$, the nearest
-# faster law (size: the fraction that pass anyway). The rule decides only where power ≥ 0.8 and size ≤ 0.1;
-# the same calibration at 2 and 4 times the pairs says what design would make it decisive.
+# budget): the Ising chain at J/τ = 1/2, whose coupling times grow like n log n with the largest finite-size
+# convexity of the Ising chain's fast temperatures (power: the fraction of replicate runs where the rule passes),
+# and the same times replanted so that the law's medians grow like $n^{1.5}$, each replicate's medians scattering
+# around it (size: the fraction that pass anyway). The MLM's temperatures have no Ising counterpart, so the planted
+# truth is this one at every scaling temperature. The rule decides only where power ≥ 0.8 and size ≤ 0.1; the same
+# calibration at 2 and 4 times the pairs says what design would make it decisive.
 
 # %%
 curv_rows = []
 for tau in scaling_taus:
     g = scaling_times[scaling_times.temperature == tau]
     curv = nlogn_curvature(g.length, g.time, g.met, seed=run["seed"])
-    curv_rows.append(dict(temperature=tau, c=curv["c"], c_low_one_sided=curv["low"],
+    curv_rows.append(dict(temperature=tau, c=curv["c"], c_high_one_sided=curv["high"], c_n15=curv["c_faster"],
                           passes=not_faster_than_nlogn((g.length, g.time, g.met), seed=run["seed"])))
 curvature = run.save_table(pd.DataFrame(curv_rows), "curvature_test")
+PLANTED_TAU = 2.0  # the Ising chain's J/τ = 1/2: the planted n log n truth (the MLM's τ has no Ising counterpart)
 designs = {f"{k * run['scaling_pairs']} pairs per length": growth_rule_calibration(
-    scaling_ns, k * run["scaling_pairs"], run["scaling_budget"], seed=run["seed"]) for k in (1, 2, 4)}
+    scaling_ns, k * run["scaling_pairs"], run["scaling_budget"], [PLANTED_TAU], seed=run["seed"])[PLANTED_TAU]
+    for k in (1, 2, 4)}
 calibration = designs[f"{run['scaling_pairs']} pairs per length"]
 run.save_table(pd.DataFrame([dict(design=d, power=c.power, size=c.size, replicates=c.replicates,
                                   calibrated_on=c.calibrated_on) for d, c in designs.items()]), "calibration")
 print(f"at this design: {calibration}; {smallest_decisive(designs)}")
 says = {True: "passes", False: "fails", None: "cannot be computed"}
 glue("check_finding", Markdown(
-    "The rule " + "; ".join(f"{says[r.passes]} at τ = {r.temperature:g} (the one-sided 95% bound of the curvature c "
-                            f"is {r.c_low_one_sided:.3g})"
+    "The rule " + "; ".join(f"{says[r.passes]} at τ = {r.temperature:g} (the one-sided 95% upper bound of the "
+                            f"curvature c is {r.c_high_one_sided:.3g}, with c = {r.c:.3g}; $n^{{1.5}}$'s c is "
+                            f"{r.c_n15:.3g})"
                             for r in curvature.itertuples())
     + f". At {run['scaling_pairs']} pairs per length its calibration gives {calibration}: "
     + ("decisive, so these outcomes decide." if calibration.decisive else
        f"not decisive, so the check is inconclusive at this design ({smallest_decisive(designs)}).")), display=False)
-show_table(curvature.rename(columns={"temperature": "τ", "c_low_one_sided": "c: one-sided 95% bound"}))
+show_table(curvature.rename(columns={"temperature": "τ", "c_high_one_sided": "c: one-sided 95% upper bound",
+                                     "c_n15": "c of n^1.5"}))
 
 # %% [markdown]
 # ```{glue:md} check_finding
@@ -538,9 +547,11 @@ run.conclude(
         **{f"laws rejected by the β interval at τ = {t:g}": ", ".join(row.index[row.astype(bool)]) or "none"
            for t, row in law_rejected.iterrows()},
     },
-    checks=[Check(f"the coupling times grow no faster than n log n at τ = {r.temperature:g} ({mlm.name})",
-                  statistic="one-sided 95% lower bound of the curvature c of T/n in log n",
-                  threshold="passes when ≤ 0", value=f"{r.c_low_one_sided:.3g} (c = {r.c:.3g})",
+    checks=[Check(f"the coupling times grow more slowly than n^1.5, the nearest faster candidate law, at τ = "
+                  f"{r.temperature:g} ({mlm.name}): the curvature's one-sided 95% upper bound lies below n^1.5's",
+                  statistic="one-sided 95% upper bound of the curvature c of T/n in log n",
+                  threshold="passes when below n^1.5's c (drawn through the middle-length median)",
+                  value=f"{r.c_high_one_sided:.3g} (c = {r.c:.3g}; n^1.5: {r.c_n15:.3g})",
                   passes=r.passes, calibration=calibration, to_decide=smallest_decisive(designs))
             for r in curvature.itertuples()],
     not_shown=(f"that the scaling temperatures lie above τ* at every scaling length (notebook 05 measures τ* at "

@@ -61,7 +61,9 @@ def test_smoke_tables(smoke_output):
     assert (coupling.met_fraction == 1).all() and (coupling.ci_low <= coupling.median_time).all()
     fits = read_table(out, "ising_scaling_fit")
     r2 = fits.set_index("law").r2_log
-    assert r2["n log n"] > r2["n"] and r2["n log n"] > r2["n^2"]
+    # at the smoke design (10 pairs, n ≤ 12) the medians cannot order n log n and n² (their local exponents over
+    # n = 4…12 are 1.5 and 2, and which of the two R² is larger turns on the seeds); n is told apart
+    assert r2["n log n"] > r2["n"]
 
     rect = read_table(out, "rectangle_calibration").set_index("model")
     compat = rect[rect.closed_form == "ρ = 0"]

@@ -87,8 +87,8 @@ def test_the_growth_check_is_the_curvature_rule_with_its_calibration(out):
 
     curv = pd.read_csv(out / "curvature_test.csv")
     assert list(curv.temperature) == [8.0]
-    for r in curv.itertuples():  # the stated rule: passes iff the one-sided bound of c is ≤ 0
-        assert r.passes == (r.c_low_one_sided <= 0)
+    for r in curv.itertuples():  # the stated rule: passes iff the one-sided upper bound of c is below n^1.5's c
+        assert r.passes == (r.c_high_one_sided < r.c_n15)
     checks = pd.read_csv(out / "checks.csv")
     assert list(checks.columns) == COLUMNS and len(checks) == 1
     cal = pd.read_csv(out / "calibration.csv")
