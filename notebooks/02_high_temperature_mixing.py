@@ -400,7 +400,8 @@ for row in exp_rows:
                                               or "no other law")
         + ".")
 glue("scaling_finding", Markdown(" ".join(scaling_finding)
-                                 + " The curvature check below decides whether growth is faster than n log n."),
+                                 + " The curvature check below decides whether growth is slower than $n^{1.5}$, "
+                                   "the nearest faster candidate law than n log n."),
      display=False)
 LAW_NAMES = {"n^1.5": "n¹·⁵", "n^2": "n²"}
 show_table(exponent.drop(columns=["dropped_resamples", "trend_low", "trend_high"]).rename(columns={
