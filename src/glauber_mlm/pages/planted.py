@@ -97,9 +97,10 @@ def growth_rule_calibration(lengths, pairs: int, budget: int, temperatures, repl
         n = samples[0][0]
         _, pooled = length_medians(np.tile(n, replicates), np.concatenate([t for _, t, _ in samples]),
                                    np.concatenate([m for _, _, m in samples]))
-        # without a finite pooled median at every length there is no law to replant: the null counts as not passing
+        # without a finite pooled median at every length there is no law to replant: the size is unknown (NaN), so
+        # the check cannot be decisive
         size = (np.mean([not_faster_than_nlogn(replant_law(*s, null_law, budget, medians=pooled), seed=seed) is True
-                         for s in samples]) if np.isfinite(pooled).all() else 0.0)
+                         for s in samples]) if np.isfinite(pooled).all() else float("nan"))
         on = (f"Ising chain (J/τ = {coupling / tau:.3g}, n log n) / its times replanted as {null_law}; {pairs} pairs at n = "
               f"{', '.join(str(int(n)) for n in lengths)}")
         out[tau] = Calibration(float(power), float(size), replicates, on)
