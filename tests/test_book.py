@@ -394,8 +394,8 @@ def test_the_verdict_table_shows_each_page_verdict_deciding_check_paper_value_an
     rows = (tmp_path / VERDICTS).read_text().splitlines()
     assert rows[0] == "| result page | verdict | the check it rests on: this build | the paper reports | scale |"
     assert len(rows) == 5
-    assert ("| **inconclusive at this scale** | “T grows no faster than n log n at τ = 5”: **-0.256** (inconclusive: "
-            "size 0.80 > 0.1; power 0.90, size 0.80) | boundary near τ ≈ 1.5–2 (RoBERTa-base, 10⁴-step budget) | "
+    assert ("| **inconclusive at this scale** | “T grows no faster than n log n at τ = 5”: **-0.256** (inconclusive; "
+            "power 0.90, size 0.80) | boundary near τ ≈ 1.5–2 (RoBERTa-base, 10⁴-step budget) | "
             "`cpu` profile |") in rows[2]
     assert rows[3].endswith("| **inconclusive at this scale** | – | – | `cpu` profile |")
     assert rows[4].endswith("| – | (the book's own question) | `cpu` profile |")

@@ -272,14 +272,15 @@ def _short_title(root: Path, name: str) -> str:
 
 
 def _deciding_cell(check: dict | None) -> str:
-    """“check”: value — outcome (power, size), or why it does not decide."""
+    """“check”: value (outcome; power, size), or, uncalibrated, why it cannot decide."""
     if not check:
         return "–"
-    calibration = (f"power {check['power']:.2f}, size {check['size']:.2f}" if check.get("power") is not None
-                   else "not calibrated")
-    outcome = check["outcome"] if check["outcome"] != "inconclusive" else f"inconclusive: {check.get('reason', '')}"
-    side = "" if check.get("core", True) else ", side check"
-    return f"“{check['check']}”: **{check['value']}** ({outcome}; {calibration}{side})"
+    if check.get("power") is None:
+        state = f"{check['outcome']}: {check.get('reason', 'not calibrated')}"
+    else:
+        state = f"{check['outcome']}; power {check['power']:.2f}, size {check['size']:.2f}"
+    side = "" if check.get("core", True) else "; side check"
+    return f"“{check['check']}”: **{check['value']}** ({state}{side})"
 
 
 RULES_TABLE = Path("book") / "_generated" / "rules.md"
