@@ -20,8 +20,8 @@
 # time T, bounds the distance to stationarity, d(t) ≤ P(T > t) (equation {eq}`eq-coupling-bound` of the theory page). This notebook measures T on a grid of
 # temperatures τ and lengths n and draws the phase diagram (paper Fig 2). A separate scaling study then runs
 # longer sequences at temperatures above the slow-to-fast boundary and asks which growth laws the coupling
-# times can and cannot tell apart: T ≈ C(τ) · n log n against n, n^1.5 and n², and a free exponent
-# T ≈ C · n^β (paper Fig 3). With several models (the cpu profile has two embedded ones), each gets its own
+# times can and cannot tell apart: T ≈ C(τ) · n log n against n, $n^{1.5}$ and n², and a free exponent
+# T ≈ C · $n^\beta$ (paper Fig 3). With several models (the cpu profile has two embedded ones), each gets its own
 # phase diagram, side by side; the scaling study runs on the first.
 
 # %% [markdown]
@@ -153,7 +153,7 @@ show_plan(planned_work(run.params))
 # known to exceed the budget. Every model runs the same grid with the same chain seeds; its passage pairs are
 # drawn with its own tokenizer.
 
-# %%
+# %% tags=["hide-output"]
 records = []
 for k, model in enumerate(mlms):
     for n in ns:
@@ -169,7 +169,7 @@ for k, model in enumerate(mlms):
                          budget=run["budget"])
                     for (tau, s, p), t, m in zip(grid, res.times.tolist(), res.met.tolist())]
 coupling = run.save_table(pd.DataFrame(records), "coupling_times")
-show_table(coupling.head())
+show_table(coupling.head().rename(columns={"temperature": "τ", "length": "n"}))
 
 # %% [markdown]
 # ## The phase diagram
@@ -272,7 +272,7 @@ interactive_heatmap(phase[phase.model == mlm.name], "temperature", "length", "me
 # ## The scaling study: longer sequences above the boundary
 #
 # This study runs on the first model only (its cost grows with n log n at every length).
-# On lengths up to 16 the growth laws n log n and n^1.5 differ by little: over n = 4…16 the local exponent of
+# On lengths up to 16 the growth laws n log n and $n^{1.5}$ differ by little: over n = 4…16 the local exponent of
 # n log n (the slope of log(n log n) against log n) is close to 1.5 itself, so no amount of pairs there
 # separates them. The scaling study runs its own, longer lengths at a few temperatures, each (τ, n) cell with
 # fresh passage pairs; one batch per length holds every temperature, and pairs that have met leave the batch.
@@ -315,7 +315,8 @@ for n, seconds, rows in timing:
     print(f"n = {n}: {len(scaling_taus) * run['scaling_pairs']} pairs of chains, {rows} rows of forwards, {seconds:.0f} s")
 (scaling_times.groupby(["temperature", "length"])
  .apply(lambda g: pd.Series(dict(median_time=censored_median(g.time, g.met), met_fraction=g.met.mean())),
-        include_groups=False).reset_index().pipe(show_table))
+        include_groups=False).reset_index()
+ .rename(columns={"temperature": "τ", "length": "n", "median_time": "median T", "met_fraction": "met"}).pipe(show_table))
 
 # %% [markdown]
 # ## Which laws can the coupling times tell apart?
@@ -325,7 +326,7 @@ for n, seconds, rows in timing:
 # - **three fixed laws** T ≈ C · f(n), f ∈ {n, n log n, n²} (`stats.fit_scaling_ci`): C is fitted by least
 #   squares on log T (log C = mean of log T − log f(n)), with a 95% bootstrap interval over pairs resampled
 #   within each length, and R² is measured on log T too, so the best law has the largest R²;
-# - **a free exponent** T ≈ C · n^β (`stats.fit_exponent_ci`): the least-squares slope of log T on log n,
+# - **a free exponent** T ≈ C · $n^\beta$ (`stats.fit_exponent_ci`): the least-squares slope of log T on log n,
 #   with a 95% percentile bootstrap interval for β (pairs resampled within each length);
 # - **a trend test on T/(n log n)** (`stats.ratio_trend`): Kendall's τ between n and T/(n log n) over all
 #   pairs, with its two-sided p-value against "T/(n log n) has one distribution at every n", and the slope
@@ -333,7 +334,7 @@ for n, seconds, rows in timing:
 #
 # **How the laws are read** (`stats.judge_laws`, `stats.tell_apart`; the page's check is the curvature rule of the
 # next section, calibrated at this design, and these readings only describe what the β interval excludes). Each law
-# f ∈ {n, n log n, n^1.5, n²} has a local exponent over the fitted lengths: the slope of log f(n) against
+# f ∈ {n, n log n, $n^{1.5}$, n²} has a local exponent over the fitted lengths: the slope of log f(n) against
 # log n at those lengths (1, 2 and 1.5 for the powers; for n log n it lies between 1 and 1.5 and falls as
 # n grows). A law is **rejected** when the 95% interval for β excludes its local exponent; n log n is also
 # rejected when the trend test gives $p < 0.05$. Two laws are **told apart** when exactly one of them is
@@ -394,14 +395,18 @@ for row in exp_rows:
         f"{', '.join(map(str, scaling_ns))} "
         f"against n log n's local exponent {nl.exponent:.2f}: n log n is "
         + (f"**rejected** ({why})" if nl.rejected else "**not rejected**")
-        + "; the β interval also rejects " + (", ".join(law.replace("^2", "²")
+        + "; the β interval also rejects " + (", ".join(law.replace("^2", "²").replace("^1.5", "¹·⁵")
                                                         for law in v.index[v.rejected & (v.index != "n log n")])
                                               or "no other law")
         + ".")
 glue("scaling_finding", Markdown(" ".join(scaling_finding)
-                                 + " The curvature check below decides whether growth is faster than n log n."),
+                                 + " The curvature check below decides whether growth is slower than $n^{1.5}$, "
+                                   "the nearest faster candidate law than n log n."),
      display=False)
-show_table(exponent)
+LAW_NAMES = {"n^1.5": "n¹·⁵", "n^2": "n²"}
+show_table(exponent.drop(columns=["dropped_resamples", "trend_low", "trend_high"]).rename(columns={
+    "temperature": "τ", "beta": "β", "ci_low": "β: 95% low", "ci_high": "β: 95% high", "r2": "R² (free power)",
+    "trend_slope": "slope of log T/(n log n)", "kendall": "Kendall τ of T/(n log n)", "trend_p": "trend p"}))
 
 # %%
 from glauber_mlm.pages.plots import legend_outside, log_axis_at, panels
@@ -433,7 +438,11 @@ for law, style in ((r"$n$", ":"), (r"$n \log n$", "-"), (r"$n^2$", "--"), (r"$n^
     axes[1].plot([], [], style, color="0.4", label=law)
 legend_outside(axes[1], "below", ncol=3)
 run.save_figure(fig, "scaling")
-show_table(verdicts)
+show_table(verdicts.assign(law=verdicts.law.replace(LAW_NAMES),
+                           trend_p=[f"{v:.3g}" if np.isfinite(v) else "—" for v in verdicts.trend_p],
+                           rejected=verdicts.rejected.map({True: "rejected", False: "not rejected"}))
+           .rename(columns={"temperature": "τ", "exponent": "local exponent", "beta": "β", "low": "β: 95% low",
+                            "high": "β: 95% high", "trend_p": "trend p", "rejected": "β interval"}))
 
 # %% [markdown]
 # :::{glue:figure} fig:scaling
@@ -469,39 +478,48 @@ show_table(verdicts)
 #
 # **The rule, fixed before the runs** (`planted.not_faster_than_nlogn`). Every law a·n log n + b·n (n log n with
 # any lower-order linear term, as path coupling predicts: T ≈ (n/δ)·log(n/2)) makes T/n linear in log n; a power
-# n^β with β > 1 makes it convex. Fit T/n ≈ a + b·log n + c·(log n)² to the per-length medians
-# (`stats.nlogn_curvature`): growth faster than n log n is declared when the one-sided 95% bootstrap bound of c
-# (pairs resampled within each length) lies above zero. The check passes at a temperature when it is not.
+# $n^\beta$ with β > 1 makes it convex. Fit T/n ≈ a + b·log n + c·(log n)² to the per-length medians
+# (`stats.nlogn_curvature`). Short chains whose law is n log n only asymptotically are convex too (T/n climbs towards
+# its slope from below), so c is not tested against 0 but against the nearest faster candidate law: the check passes
+# at a temperature when the one-sided 95% bootstrap upper bound of c (pairs resampled within each length) lies below
+# the c of $n^{1.5}$ drawn through the data's own middle-length median, i.e. when the coupling times grow more
+# slowly than $n^{1.5}$.
 #
 # **Calibration.** The same rule runs on planted data at this page's design (its lengths, pairs per length and
-# budget): the Ising chain at J/τ = 1/2, whose coupling times grow like n log n (power: the fraction of replicate
-# runs where the rule passes), and the same times replanted so that their medians grow like n^1.5, the nearest
-# faster law (size: the fraction that pass anyway). The rule decides only where power ≥ 0.8 and size ≤ 0.1;
-# the same calibration at 2 and 4 times the pairs says what design would make it decisive.
+# budget): the Ising chain at J/τ = 1/2, whose coupling times grow like n log n with the largest finite-size
+# convexity of the Ising chain's fast temperatures (power: the fraction of replicate runs where the rule passes),
+# and the same times replanted so that the law's medians grow like $n^{1.5}$, each replicate's medians scattering
+# around it (size: the fraction that pass anyway). The MLM's temperatures have no Ising counterpart, so the planted
+# truth is this one at every scaling temperature. The rule decides only where power ≥ 0.8 and size ≤ 0.1; the same
+# calibration at 2 and 4 times the pairs says what design would make it decisive.
 
 # %%
 curv_rows = []
 for tau in scaling_taus:
     g = scaling_times[scaling_times.temperature == tau]
     curv = nlogn_curvature(g.length, g.time, g.met, seed=run["seed"])
-    curv_rows.append(dict(temperature=tau, c=curv["c"], c_low_one_sided=curv["low"],
+    curv_rows.append(dict(temperature=tau, c=curv["c"], c_high_one_sided=curv["high"], c_n15=curv["c_faster"],
                           passes=not_faster_than_nlogn((g.length, g.time, g.met), seed=run["seed"])))
 curvature = run.save_table(pd.DataFrame(curv_rows), "curvature_test")
+PLANTED_TAU = 2.0  # the Ising chain's J/τ = 1/2: the planted n log n truth (the MLM's τ has no Ising counterpart)
 designs = {f"{k * run['scaling_pairs']} pairs per length": growth_rule_calibration(
-    scaling_ns, k * run["scaling_pairs"], run["scaling_budget"], seed=run["seed"]) for k in (1, 2, 4)}
+    scaling_ns, k * run["scaling_pairs"], run["scaling_budget"], [PLANTED_TAU], seed=run["seed"])[PLANTED_TAU]
+    for k in (1, 2, 4)}
 calibration = designs[f"{run['scaling_pairs']} pairs per length"]
 run.save_table(pd.DataFrame([dict(design=d, power=c.power, size=c.size, replicates=c.replicates,
                                   calibrated_on=c.calibrated_on) for d, c in designs.items()]), "calibration")
 print(f"at this design: {calibration}; {smallest_decisive(designs)}")
 says = {True: "passes", False: "fails", None: "cannot be computed"}
 glue("check_finding", Markdown(
-    "The rule " + "; ".join(f"{says[r.passes]} at τ = {r.temperature:g} (the one-sided 95% bound of the curvature c "
-                            f"is {r.c_low_one_sided:.3g})"
+    "The rule " + "; ".join(f"{says[r.passes]} at τ = {r.temperature:g} (the one-sided 95% upper bound of the "
+                            f"curvature c is {r.c_high_one_sided:.3g}, with c = {r.c:.3g}; $n^{{1.5}}$'s c is "
+                            f"{r.c_n15:.3g})"
                             for r in curvature.itertuples())
     + f". At {run['scaling_pairs']} pairs per length its calibration gives {calibration}: "
     + ("decisive, so these outcomes decide." if calibration.decisive else
        f"not decisive, so the check is inconclusive at this design ({smallest_decisive(designs)}).")), display=False)
-show_table(curvature)
+show_table(curvature.rename(columns={"temperature": "τ", "c_high_one_sided": "c: one-sided 95% upper bound",
+                                     "c_n15": "c of n^1.5"}))
 
 # %% [markdown]
 # ```{glue:md} check_finding
@@ -514,6 +532,9 @@ told = apart[apart.verdict == "told apart"]
 run.conclude(
     claim="With small cross-token influence (high temperature) coupled chains meet in O(n log n) steps; at low "
           "temperature mixing is slow (paper Figs 2–3).",
+    paper="on RoBERTa-base, a slow-to-fast boundary near τ ≈ 1.5–2 (Fig 2: pairs of MS MARCO passages under maximal "
+          "coupling, median steps to coupling within a 10⁴-step budget); on BERT-base-uncased, evidence for C(τ) n "
+          "log n mixing at high temperature (Fig 3).",
     key_numbers={
         **{f"{name}: phase-diagram cells with a finite median (coupled within the budget)":
            f"{int(np.isfinite(g.median_time).sum())} of {len(g)} (budget {int(g.budget.iloc[0])} steps)"
@@ -527,9 +548,11 @@ run.conclude(
         **{f"laws rejected by the β interval at τ = {t:g}": ", ".join(row.index[row.astype(bool)]) or "none"
            for t, row in law_rejected.iterrows()},
     },
-    checks=[Check(f"the coupling times grow no faster than n log n at τ = {r.temperature:g} ({mlm.name})",
-                  statistic="one-sided 95% lower bound of the curvature c of T/n in log n",
-                  threshold="passes when ≤ 0", value=f"{r.c_low_one_sided:.3g} (c = {r.c:.3g})",
+    checks=[Check(f"the coupling times grow more slowly than n^1.5, the nearest faster candidate law, at τ = "
+                  f"{r.temperature:g} ({mlm.name}): the curvature's one-sided 95% upper bound lies below n^1.5's",
+                  statistic="one-sided 95% upper bound of the curvature c of T/n in log n",
+                  threshold="passes when below n^1.5's c (drawn through the middle-length median)",
+                  value=f"{r.c_high_one_sided:.3g} (c = {r.c:.3g}; n^1.5: {r.c_n15:.3g})",
                   passes=r.passes, calibration=calibration, to_decide=smallest_decisive(designs))
             for r in curvature.itertuples()],
     not_shown=(f"that the scaling temperatures lie above τ* at every scaling length (notebook 05 measures τ* at "

@@ -164,7 +164,7 @@ def planned_work(p: dict) -> list[Work]:
 
 show_plan(planned_work(run.params))
 
-# %%
+# %% tags=["hide-cell"]
 # the design's values, for the prose ({glue:text}`steps` and so on): the page names values, not variables
 for key in ("calibration_passages", "neighbours", "min_dwell", "steps", "seeds", "record_every", "chains", "reach_steps"):
     glue(key, int(run[key]), display=False)
@@ -173,6 +173,14 @@ glue("control_temperature", tau_ctl, display=False)
 glue("radius_quantile", q_radius, display=False)
 glue("radius_quantiles", Markdown(", ".join(f"{q:g}" for q in q_panel)), display=False)
 glue("delta_quantiles", Markdown(", ".join(f"{q:g}" for q in q_deltas)), display=False)
+
+# tables show reader names, not variable names: τ for temperature, "95 % low/high" for interval ends, spaces
+READER = {"temperature": "τ", "delta": "δ", "delta_quantile": "δ quantile"}
+
+
+def reader(df):
+    return df.rename(columns=lambda c: READER.get(c, c.replace("ci_low", "95 % low").replace("ci_high", "95 % high")
+                                                  .replace("_", " ")))
 
 # %% [markdown]
 # ## The rules, fixed before any chain runs
@@ -229,7 +237,7 @@ calibration = run.save_table(pd.DataFrame(
           value=float(r), sample=len(jitter)) for q, r in radii.items()]
     + [dict(threshold="escape distance δ", source="independent passages", level=q, value=d, sample=len(between))
        for q, d in zip(q_deltas, deltas)]), "calibration")
-show_table(calibration)
+show_table(reader(calibration))
 
 # %%
 from glauber_mlm.pages.plots import legend_outside, panels as book_panels
@@ -243,11 +251,11 @@ ax.set(xlabel="embedding distance to a one-token neighbour", ylabel="neighbours"
        title=f"one-token jitter ({len(jitter)} neighbours)\nradius at q = {q_radius:g} (solid), panel (dotted)")
 ax = axes[1]
 ax.hist(between, bins=40, color="0.6")
-for q, d in zip(q_deltas, deltas):
-    ax.axvline(d, color="tab:blue", lw=1.2)
-    ax.text(d, ax.get_ylim()[1] * 0.95, f" q={q:g}", color="tab:blue", fontsize=8, va="top")
+for (q, d), ls in zip(zip(q_deltas, deltas), ("-", "--", ":", "-.")):
+    ax.axvline(d, color="tab:blue", lw=1.2, ls=ls, label=rf"$\delta$ = {d:.2f} (q = {q:g})")
 ax.set(xlabel="embedding distance between two passages", ylabel="pairs",
        title=f"independent passages ({len(between)} pairs)\n" r"escape distances $\delta$")
+legend_outside(ax, "below", ncol=1)  # the δ lines are close together: their labels go under the panel
 run.save_figure(fig, "calibration")
 plt.show()
 print(f"calibrated from {len(cal_rows)} passages, before any chain ran: trap radius r = {radius:.3f} "
@@ -277,10 +285,10 @@ glue("calibration_finding", Markdown(
 # %% [markdown]
 # ## Long trajectories: low temperature and the control
 #
-# Each starting passage runs {glue:text}`seeds` chains of {glue:text}`steps` Glauber steps at τ = {glue:text}`temperature:g`, and the same starts
+# Each starting passage runs {glue:text}`seeds` chain(s) of {glue:text}`steps` Glauber steps at τ = {glue:text}`temperature:g`, and the same starts
 # with the same seeds run at τ = {glue:text}`control_temperature:g`, all in one batch; every {glue:text}`record_every` steps the state is
 # decoded and embedded (unit vectors, so the distance between two states lies in [0, 2] and equals
-# $\sqrt{2 - 2\cos}$).
+# $\sqrt{2 - 2\cos\theta}$ for the angle $\theta$ between them).
 
 # %%
 PS = P * S
@@ -342,7 +350,7 @@ for c in range(2 * PS):
 ax.set(title=rf"distance from the start: $\tau = {tau_low:g}$ (solid), ${tau_ctl:g}$ (dotted)", xlabel="step",
        ylabel=r"$\|e_t - e_0\|$")
 legend_outside(ax, "below", ncol=2)
-fig.suptitle(f"{mlm.name}: {run['steps']} Glauber steps from {P} passages × {S} seeds")
+fig.suptitle(f"{mlm.name}: {run['steps']} Glauber steps from {P} passages × {S} seed{'s' if S > 1 else ''}")
 run.save_figure(fig, "trajectory_map")
 plt.show()
 late = {k: np.median(dist[R // 2:, half[k]]) for k in kinds}
@@ -357,7 +365,7 @@ glue("trajectory_finding", Markdown(
 # :name: fig-03-trajectory-map
 # :alt: Map of chain trajectories in a two-dimensional embedding projection, and distance from the start over time.
 #
-# **Trajectories in sentence-embedding space.** Left: the first low-temperature chain's embeddings projected on two axes (PCA, and UMAP where drawn), coloured by step; right: each chain's embedding distance from its start against the step (solid: low temperature, dotted: control).
+# **Trajectories in sentence-embedding space.** The maps (PCA, and UMAP where drawn): the first low-temperature chain's embeddings projected on two axes, coloured by step; the last panel: each chain's embedding distance from its start against the step (solid: low temperature, dotted: control).
 # :::
 
 # %% [markdown]
@@ -373,10 +381,10 @@ glue("trajectory_finding", Markdown(
 everything = emb.reshape(R * 2 * PS, -1)
 xy = semantic.pca_2d(everything).reshape(R, 2 * PS, 2)
 explore = pd.DataFrame([dict(chain=f"τ = {tau_low if c < PS else tau_ctl:g}, {start_ids[chain_start[c % PS]]}, "
-                                  f"seed {chain_seed[c % PS]}", step=int(record_steps[r]), pc1=xy[r, c, 0],
-                             pc2=xy[r, c, 1], distance=round(float(dist[r, c]), 3), text=texts[r, c])
+                                  f"seed {chain_seed[c % PS]}", step=int(record_steps[r]), **{"PC 1": xy[r, c, 0],
+                             "PC 2": xy[r, c, 1]}, distance=round(float(dist[r, c]), 3), text=texts[r, c])
                         for c in range(2 * PS) for r in range(R)])
-interactive_map(explore, "pc1", "pc2", "chain", ["step", "distance"], "chains on the principal axes of their embeddings",
+interactive_map(explore, "PC 1", "PC 2", "chain", ["step", "distance"], "chains on the principal axes of their embeddings",
                 text="text")
 
 # %% [markdown]
@@ -389,10 +397,11 @@ interactive_map(explore, "pc1", "pc2", "chain", ["step", "distance"], "chains on
 # ## Traps at the calibrated radius: low temperature against the control
 #
 # Below, the traps of every long chain (both temperatures) at the calibrated radius, with the decoded text
-# at each trap's entry, and per temperature the number of traps per chain, the fraction of the run spent
+# at each trap's entry (a long table, folded: open it to read the texts; also in `traps.csv`), and per
+# temperature the number of traps per chain, the fraction of the run spent
 # trapped (bootstrap intervals over chains) and the Kaplan–Meier median dwell.
 
-# %%
+# %% tags=["hide-output"]
 def trap_analysis(r):
     """Traps of every long chain at radius r: the trap table and one summary row per temperature."""
     t = semantic.chain_traps(emb, record_steps, r, run["min_dwell"])
@@ -424,11 +433,11 @@ traps_all["entry_text"] = [texts[s, c] for s, c in zip(traps_all.start_index, tr
 traps = run.save_table(traps_all, "traps")
 summary.insert(5, "radius_quantile", q_radius)
 trap_summary = run.save_table(summary, "trap_counts")
-show_table(traps[["kind", "start_passage", "seed", "start_step", "end_step", "dwell", "escaped", "entry_text"]]
-           ).set_properties(subset=["entry_text"], **{"white-space": "normal", "min-width": "24em", "text-align": "left"})
+show_table(reader(traps[["kind", "start_passage", "seed", "start_step", "end_step", "dwell", "escaped",
+                          "entry_text"]])).set_properties(subset=["entry text"], **{"white-space": "normal", "min-width": "24em", "text-align": "left"})
 
 # %%
-show_table(trap_summary)
+show_table(reader(trap_summary))
 
 # %%
 by_chain = pd.DataFrame(dict(start_passage=[start_ids[chain_start[k]] for k in range(PS)], seed=chain_seed,
@@ -474,7 +483,7 @@ matched = run.save_table(pd.DataFrame(dict(start_passage=[start_ids[chain_start[
 print(f"time trapped at radius {radius:.3f}: τ = {tau_low:g} {frac[:PS].mean():.0%}, matched-rate null "
       f"{null_frac.mean():.0%}; paired difference {null_diff[0]:+.0%} [{null_diff[1]:+.0%}, {null_diff[2]:+.0%}] over "
       f"{PS} chains")
-show_table(matched)
+show_table(reader(matched))
 
 # %% [markdown]
 # **Calibration of the criterion.** The rule above decides only if, at this page's design, it passes where there are
@@ -529,7 +538,7 @@ elif not (trap_cal.decisive and panel_cal.decisive):  # underpowered: more chain
     panel_to_decide = smallest_decisive({d: c[1] for d, c in more.items()})
 if trap_to_decide:
     print(f"criterion: {trap_to_decide}; panel: {panel_to_decide}")
-show_table(trap_calibration)
+show_table(reader(trap_calibration))
 
 # %%
 from glauber_mlm.pages.plots import legend_outside, panels as book_panels
@@ -614,13 +623,13 @@ for (q, r), null_r in zip(radii.items(), null_panel):
                           null_difference=nd[0], null_ci_low=nd[1], null_ci_high=nd[2], beats_null=bool(nd[1] > 0)))
 sensitivity = run.save_table(pd.concat(sens_rows, ignore_index=True), "trap_sensitivity")
 criterion = run.save_table(pd.DataFrame(crit_rows), "trap_criterion")
-show_table(sensitivity[["radius_quantile", "radius", "kind", "time_trapped", "time_trapped_ci_low", "time_trapped_ci_high",
-                        "traps_per_chain", "median_dwell", "median_dwell_ci_low", "median_dwell_ci_high"]])
+show_table(reader(sensitivity[["radius_quantile", "radius", "kind", "time_trapped", "time_trapped_ci_low", "time_trapped_ci_high",
+                        "traps_per_chain", "median_dwell", "median_dwell_ci_low", "median_dwell_ci_high"]]))
 
 # %%
-show_table(criterion[["radius_quantile", "radius", "pairs", "time_trapped_low", "time_trapped_matched_null",
+show_table(reader(criterion[["radius_quantile", "radius", "pairs", "time_trapped_low", "time_trapped_matched_null",
                       "null_difference", "null_ci_low", "null_ci_high", "beats_null", "time_trapped_control",
-                      "difference", "ci_low", "ci_high", "separates"]])
+                      "difference", "ci_low", "ci_high", "separates"]]))
 
 # %%
 from glauber_mlm.pages.plots import legend_outside, panels as book_panels
@@ -643,8 +652,7 @@ for ax, (col, lo, hi, label) in zip(axes, panels):
     ax.axvline(radius, color="k", lw=0.6, ls=":")
     ax.set(xlabel=r"trap radius $r$ (jitter quantile)", ylabel=label)
     ax.set_xticks(list(radii.values()))
-    ax.set_xticklabels([f"{r:.2f} (q={q:g})" for q, r in radii.items()], rotation=40, ha="right",
-                       rotation_mode="anchor")
+    ax.set_xticklabels([f"{r:.2f} (q={q:g})" for q, r in radii.items()], rotation=90)  # close radii: slanted labels overlapped
 axes[0].set_ylim(-0.03, 1.03)
 handles, labels = axes[0].get_legend_handles_labels()
 fig.legend(handles, labels, loc="outside lower center", ncol=2, frameon=False)
@@ -713,7 +721,7 @@ for k, tau in enumerate(temps):
                              median_ci_low=mlo, median_ci_high=mhi))
         escape_curves[tau, delta] = km_survival(t_esc, escaped, reach.steps.numpy())
 escape_fraction = run.save_table(pd.DataFrame(rows_out), "escape_fraction")
-show_table(escape_fraction)
+show_table(reader(escape_fraction))
 
 # %%
 from glauber_mlm.pages.plots import legend_outside, panels as book_panels
@@ -824,7 +832,7 @@ escape_calibration = run.save_table(pd.DataFrame(
     [dict(check=name, power=c.power, size=c.size, replicates=c.replicates, decisive=c.decisive)
      for name, c in (("escape fraction, Wilson intervals apart", wilson_cal), ("escape-time slope > 0", slope_cal))]),
     "escape_calibration")
-show_table(escape_slope)
+show_table(reader(escape_slope))
 
 # %%
 from glauber_mlm.pages.plots import panels as book_panels
@@ -860,7 +868,7 @@ glue("slope_finding", Markdown(
 print(f"slope of log escape time on 1/τ: {slope_fit['slope']:.3g} [{slope_fit['slope_low']:.3g}, "
       f"{slope_fit['slope_high']:.3g}] (95%, bootstrap over {P} starts; {slope_fit['censored']} of {len(t_mid)} chains "
       f"censored); calibration: Wilson rule {wilson_cal}, slope rule {slope_cal}")
-show_table(escape_calibration)
+show_table(reader(escape_calibration))
 
 # %% [markdown]
 # :::{glue:figure} fig:escape_time
@@ -896,6 +904,9 @@ run.conclude(
     claim="At low temperature Glauber chains on an MLM are metastable: they sit in semantic traps for hundreds "
           "to thousands of steps (paper Figs 1, 4), and fewer chains move far from their start at low "
           "temperature than at high (paper Fig 7).",
+    paper="on BERT, tight clusters where the chain stays for hundreds to thousands of steps, in 10,000-step "
+          "trajectories (Fig 1; 3,500 steps in Fig 4); the fraction of 100 chains per temperature reaching an "
+          "embedding distance from their start (Fig 7).",
     key_numbers={
         "trap radius r, calibrated before any chain ran": f"{radius:.3f} (one-token jitter quantile {q_radius:g})",
         f"time trapped, τ = {tau_low:g} vs control τ = {tau_ctl:g}":

@@ -72,7 +72,7 @@ from glauber_mlm.pages.run import Run
 from glauber_mlm.models.passages import DATA, load_passages, load_political_text, sample_passages
 from glauber_mlm.pages.planted import blocked_trend_calibration, level_gap_calibration
 from glauber_mlm.pages.plots import interactive_map, interval_errorbar, show_table, temperature_axis
-from glauber_mlm.stats import km_median, km_survival
+from glauber_mlm.stats import difference_ci, km_median, km_survival
 
 # cpu: sized so that the whole book (`make book FORCE=1`) fits in 30 minutes on 2 CPU cores without native bf16
 PROFILES = {
@@ -154,7 +154,7 @@ def planned_work(p: dict) -> list[Work]:
 
 show_plan(planned_work(run.params))
 
-# %%
+# %% tags=["hide-cell"]
 # the design's values, for the prose ({glue:text}`starts` and so on): the page names values, not variables
 from IPython.display import Markdown
 from myst_nb import glue
@@ -162,6 +162,14 @@ from myst_nb import glue
 for key in ("starts", "seeds", "steps", "record_every", "length"):
     glue(key, int(run[key]), display=False)
 glue("test_fraction", float(run["test_fraction"]), display=False)
+
+# tables show reader names, not variable names: τ for temperature, "95 % low/high" for interval ends, spaces
+READER = {"temperature": "τ"}
+
+
+def reader(df):
+    return df.rename(columns=lambda c: READER.get(c, c.replace("ci_low", "95 % low").replace("ci_high", "95 % high")
+                                                  .replace("_", " ")))
 
 # %% [markdown]
 # ## What is held out, and what is not
@@ -191,7 +199,7 @@ print(f"documents shared by the starting passages and the labelled text: {len(sh
       f"{int(roles[roles.roles.str.contains('train')].documents.sum())}")
 print("sources of each set: " + "; ".join(f"{name}: {', '.join(s)}" for name, s in sources.items())
       + f"; MLM training text: {', '.join(s['name'] for s in manifest['sources'])}")
-show_table(roles)
+show_table(reader(roles))
 
 # %% [markdown]
 # So no starting passage and no labelled paragraph was seen by the model in training, and no starting
@@ -221,7 +229,7 @@ accuracy = political.accuracy_table(score, lab_emb[test], labels[test])
 accuracy.insert(0, "method", run["method"])
 accuracy["train_rows"], accuracy["threshold"] = len(train), run["threshold"]
 run.save_table(accuracy, "score_accuracy")
-show_table(accuracy)
+show_table(reader(accuracy))
 
 # %% [markdown]
 # ## Static base rate: how much starting text the score calls political
@@ -249,7 +257,7 @@ for group, mask in (("all passages", np.ones_like(base_topic)), ("topic politics
     base.append(dict(passages=group, n=int(mask.sum()), documents=len(set(base_docs[mask])), fraction=f,
                      ci_low=lo, ci_high=hi))
 base_rate = run.save_table(pd.DataFrame(base), "base_rate")
-show_table(base_rate)
+show_table(reader(base_rate))
 
 # %% [markdown]
 # ## Chains from political and from non-political starts
@@ -284,7 +292,8 @@ inside = p_pol >= run["threshold"]
 record_steps = traj.steps.numpy()
 meta["start_score"] = p_pol[0]
 meta["time_in_region"] = inside[1:].mean(0)     # records after the start
-meta.groupby("start")["start_score"].describe()
+show_table(meta.groupby("start")["start_score"].describe().reset_index().astype({"count": int})
+           .rename(columns={"start": "starts"}))
 
 # %% [markdown]
 # The score of the starting states (step 0, the first {glue:text}`length` tokens of each passage) shows how well the
@@ -305,7 +314,7 @@ for (tau, kind), g in meta.groupby(["temperature", "start"]):
     tir.append(dict(temperature=tau, start=kind, chains=len(g), fraction=f, ci_low=lo, ci_high=hi,
                     start_inside=float((g.start_score >= run["threshold"]).mean()), starts=g.start_id.nunique()))
 time_in_region = run.save_table(pd.DataFrame(tir), "time_in_region")
-show_table(time_in_region)
+show_table(reader(time_in_region))
 
 # %%
 from glauber_mlm.pages.plots import legend_outside, panels
@@ -356,10 +365,10 @@ plt.show()
 cols = np.flatnonzero(meta.temperature.isin([min(temps), max(temps)]).to_numpy())
 xy = semantic.pca_2d(emb[:, cols].reshape(-1, emb.shape[-1])).reshape(R, len(cols), 2)
 explore = pd.DataFrame([dict(group=f"{meta.start[c]} start, τ = {meta.temperature[c]:g}", start=meta.start_id[c],
-                             step=int(record_steps[r]), pc1=xy[r, k, 0], pc2=xy[r, k, 1],
+                             step=int(record_steps[r]), **{"PC 1": xy[r, k, 0], "PC 2": xy[r, k, 1]},
                              political=round(float(p_pol[r, c]), 3), text=texts[r, c])
                         for k, c in enumerate(cols) for r in range(R)])
-interactive_map(explore, "pc1", "pc2", "group", ["start", "step", "political"],
+interactive_map(explore, "PC 1", "PC 2", "group", ["start", "step", "political"],
                 "chain states on the principal axes of their embeddings (colour: P(political))",
                 color="political", text="text")
 
@@ -396,7 +405,7 @@ for tau in temps:
 # temperature: the fraction that escaped (interval over starts), the Kaplan–Meier survival curve of the
 # escape time (the fraction of chains not yet out, with a 95 % log-log band; scipy's `ecdf` on censored
 # data) and its median with the interval where that band crosses ½ (`stats.km_median`: ∞ when half or more
-# never escaped, an upper end of ∞ when the data cannot rule that out). The column `first_sweep` is the share of the
+# never escaped, an upper end of ∞ when the data cannot rule that out). The column *first sweep* is the share of the
 # escapes that happen within the first {glue:text}`length` steps, one sweep of the random scan: leaving then is the
 # relaxation of the start to the nearest state the dynamics favours, not the crossing of a barrier.
 
@@ -419,7 +428,7 @@ for tau in temps:
 escape_times = run.save_table(pd.DataFrame(esc, columns=[
     "temperature", "chains", "escaped", "escape_fraction", "ci_low", "ci_high", "median_escape_step", "median_ci_low",
     "median_ci_high", "censor_step", "first_sweep"]), "escape_times")
-show_table(escape_times)
+show_table(reader(escape_times))
 
 # %%
 from glauber_mlm.pages.plots import legend_outside, panels
@@ -469,7 +478,7 @@ plt.show()
 # region). A quantity is monotone within its intervals when no two resolved differences point opposite
 # ways; the intervals are per pair, not simultaneous.
 
-# %%
+# %% tags=["hide-output"]
 contrasts = pd.concat([
     political.temperature_contrasts(meta[meta.start == "political"], "time_in_region", seed=run["seed"]
                                     ).assign(start="political"),
@@ -489,7 +498,7 @@ for (quantity, kind), g in contrasts.groupby(["quantity", "start"], sort=False):
               f"difference {r.difference:+.2f} [{r.ci_low:+.2f}, {r.ci_high:+.2f}] over {r.starts} starts")
 
 # %% [markdown]
-# **The blocked trend test, fixed before the runs.** The pairwise intervals above are per pair and unadjusted; the
+# **The blocked trend test, fixed before the runs.** The pairwise intervals above (folded; also in `trend.csv`) are per pair and unadjusted; the
 # checks use one test per quantity instead: Page's L test over the temperatures, blocked by starting passage
 # (`political.page_trend`), one-sided in the direction the claim predicts, at level 0.05. Its power and size at
 # this design (these starts and temperatures) come from planted data with the start-to-start and residual spread
@@ -515,7 +524,12 @@ for quantity, data, falls in (("time_in_region", meta[meta.start == "political"]
                                 power=cal.power, size=cal.size, calibrated_on=cal.calibrated_on, calibration=cal,
                                 to_decide=smallest_decisive(designs))
 page_table = run.save_table(pd.DataFrame(trend_rows.values()).drop(columns="calibration"), "trend_test")
-show_table(page_table)
+from IPython.display import display
+
+prose_cols = ["calibrated_on", "to_decide"]  # their own table, so that the numbers' columns stay narrow
+display(show_table(reader(page_table.drop(columns=prose_cols))))
+show_table(reader(page_table[["quantity", *prose_cols]])).set_properties(subset=["calibrated on", "to decide"],
+                                                                         **{"min-width": "16em", "text-align": "left"})
 
 # %% [markdown]
 # **What the score calls political in edited text.** A chain at temperature τ has, by its last record, replaced a
@@ -532,7 +546,7 @@ fpr = political.corrupted_false_positives(score, lambda t: semantic.embed(emb_mo
                                           np.random.default_rng(run["seed"]), mlm.decode)
 fpr.insert(0, "temperature", edit_rate.index.to_numpy())
 fpr = run.save_table(fpr, "corrupted_false_positives")
-show_table(fpr)
+show_table(reader(fpr))
 
 # %% [markdown]
 # **Have the chains forgotten their start?** At each τ, the share of sites where a chain's last state differs from
@@ -565,13 +579,13 @@ memory_text = (
     f"basin), and not at τ = {', '.join(f'{t:g}' for t in temps if t not in remembers)}.")
 glue("memory_text", Markdown(memory_text), display=False)
 print(memory_text)
-show_table(start_memory)
+show_table(reader(start_memory))
 
 # %% [markdown]
 # **Calibrating the two level checks, fixed before the runs.** Each compares a time in the region with a reference:
 # political against non-political starts at the lowest τ, and non-political starts at the highest τ against the
 # score's false-positive rate on other-topic text edited at their rate. The rule: the 95 % interval of the
-# difference (resampling the starts of each group, and the edited texts, `political.difference_ci`) lies above 0.
+# difference (resampling the starts of each group, and the edited texts, `stats.difference_ci`) lies above 0.
 # Its power and size at this design come from planted chains with this run's own start-to-start and chain-to-chain
 # spread (the non-political starts' chains at that τ, starts resampled, recentred: `planted.level_gap_calibration`):
 # planted truth, the chains sit 0.2 above the reference, fixed in advance as the smallest gap worth a claim; planted
@@ -587,10 +601,10 @@ lo_pol, lo_non, hi_non = cell[t_lo, "political"], cell[t_lo, "not political"], c
 fpr_hi = fpr.set_index("temperature").loc[t_hi]
 fp_texts = int(fpr_hi.texts)
 fp_called = (np.arange(fp_texts) < round(fpr_hi.fraction * fp_texts)).astype(float)  # the texts called political
-start_gap = political.difference_ci(lo_pol.time_in_region, lo_pol.start_id, lo_non.time_in_region, lo_non.start_id,
-                                    seed=run["seed"])
-edited_gap = political.difference_ci(hi_non.time_in_region, hi_non.start_id, fp_called, np.arange(fp_texts),
-                                     seed=run["seed"])
+start_gap = difference_ci(lo_pol.time_in_region, lo_pol.start_id, lo_non.time_in_region, lo_non.start_id,
+                          seed=run["seed"])
+edited_gap = difference_ci(hi_non.time_in_region, hi_non.start_id, fp_called, np.arange(fp_texts),
+                           seed=run["seed"])
 S = run["starts"]
 
 
@@ -618,7 +632,7 @@ level_table = run.save_table(pd.DataFrame(
      for name, ds in (("political vs non-political starts", start_designs),
                       ("non-political starts vs edited text", edited_designs)) for d, c in ds.items()]),
     "level_calibration")
-show_table(level_table)
+show_table(reader(level_table))
 
 # %%
 esc_t = escape_times.set_index("temperature")
@@ -700,6 +714,8 @@ glue("escape_finding", Markdown(
 run.conclude(
     claim="Political content is a measurable metastable basin: chains started in it stay there, longer at lower "
           "temperature, and chains from elsewhere are drawn into it.",
+    paper="political content as a measurable case study of persistent semantic basins and long-lived traps "
+          "(abstract); the captions state no number for it.",
     key_numbers={
         f"time in the region at τ = {t_lo:g}, political vs non-political starts":
             f"{pol_lo.fraction:.0%} [{pol_lo.ci_low:.0%}, {pol_lo.ci_high:.0%}] vs "

@@ -23,7 +23,20 @@
 # spans slow (low τ) and fast (high τ) mixing, and asks whether R̂ flags the temperatures where coupled chains
 # fail to meet and clears those where they meet early.
 #
-# It then replaces Glauber by a Metropolis–Hastings chain (`gm.metropolis`) that keeps the MLM conditionals as
+# It then corrects Glauber by a Metropolis–Hastings step towards a target that can be written down and asks what
+# the correction costs (below the result box).
+
+# %% [markdown]
+# :::{admonition} The result of this build
+# :class: tip
+# :name: result-06
+# ```{glue:md} result
+# :format: myst
+# ```
+# :::
+
+# %% [markdown]
+# **The MH-corrected sampler.** It replaces Glauber by a Metropolis–Hastings chain (`gm.metropolis`) that keeps the MLM conditionals as
 # its proposal and corrects them towards a target that can be written down, π(x) ∝ exp(PLL(x)/τ) with the
 # pseudo-log-likelihood $\mathrm{PLL}(x) = \sum_i \log q_i^1(x_i \mid x_{-i})$. For a one-site proposal at
 # site i the acceptance ratio reduces to
@@ -49,15 +62,6 @@
 # their means precisely. The MH claim is fixed too: its acceptance rate among proposals that change a token is
 # higher at the highest temperature of the grid than at the lowest (log α shrinks like 1/τ), chain by chain, with
 # the 95 % interval of the mean paired difference above 0.
-
-# %% [markdown]
-# :::{admonition} The result of this build
-# :class: tip
-# :name: result-06
-# ```{glue:md} result
-# :format: myst
-# ```
-# :::
 
 # %% tags=["parameters"]
 profile = "cpu"        # smoke (tests, < 1 min) | cpu (embedded model, offline) | paper (GPU, hub models)
@@ -172,7 +176,7 @@ def planned_work(p: dict) -> list[Work]:
 
 show_plan(planned_work(run.params))
 
-# %%
+# %% tags=["hide-input"]
 # the design's values, for the prose ({glue:text}`steps` and so on): the page names values, not variables
 for key, value in dict(steps=budget, chains=C, length=n, pll_every=run["pll_every"], pairs=P, mh_chains=M,
                        mh_pairs=Q).items():
@@ -211,7 +215,10 @@ for k, tau in enumerate(taus):
         row = gm.convergence({name: values[own]}, discard=values.shape[1] // 2).iloc[0]
         rows.append(dict(temperature=tau, summary=name, **row.drop("stuck_chains")))
 rhat = run.save_table(pd.DataFrame(rows), "rhat")
-show_table(rhat)
+ESS = ["bulk ESS", "tail ESS"]  # effective sample sizes: whole numbers of draws
+show_table(rhat.drop(columns=["chains"]).rename(columns={  # every row has the page's chains
+    "draws": "draws per chain", "rhat": "R̂", "ess_bulk": ESS[0], "ess_tail": ESS[1], "mcse_mean": "MCSE of the mean",
+    "n_stuck": "stuck chains"})).format("{:.0f}", subset=ESS)
 
 # %%
 from glauber_mlm.pages.plots import legend_outside, panels
@@ -266,7 +273,9 @@ def coupling_summary(g: pd.DataFrame) -> pd.Series:
 
 glauber_cells = (pd.DataFrame(records).groupby("temperature").apply(coupling_summary, include_groups=False)
                  .reset_index())
-show_table(glauber_cells)
+show_table(glauber_cells.rename(columns={
+    "p_late": "P(T > budget)", "p_late_low": "P low", "p_late_high": "P high", "median_time": "median T",
+    "median_low": "T low", "median_high": "T high"}))
 
 # %% [markdown]
 # ## 3. Do the two views agree?
@@ -302,8 +311,12 @@ run.save_table(pd.DataFrame([dict(threshold=h, design=d, power=c.power, size=c.s
                "calibration")
 for h, ds in designs.items():
     print(f"threshold {h:g}: at this design {ds[f'{draws} draws per chain']}; {smallest_decisive(ds)}")
-views[["temperature", "pll_rhat", "p_late", "median_time", "regime",
-       *[f"{w}_at_{h:g}" for h in THRESHOLDS for w in ("flagged", "agree")]]]
+shown = views[["temperature", "pll_rhat", "p_late", "median_time", "regime"]].rename(columns={
+    "pll_rhat": "R̂ of the PLL energy", "p_late": "P(T > budget)", "median_time": "median T"})
+for h in THRESHOLDS:  # yes / no rather than True / False; blank where the rule makes no claim (between)
+    shown[f"flagged at {h:g}"] = views[f"flagged_at_{h:g}"].map({True: "yes", False: "no"})
+    shown[f"agree at {h:g}"] = views[f"agree_at_{h:g}"].map({True: "yes", False: "no"}).fillna("")
+show_table(shown)
 
 # %%
 RHAT_CEILING = 2.0  # larger (or infinite) R̂ is drawn at the ceiling, with a triangle: the thresholds stay apart
@@ -373,7 +386,7 @@ glue("views_finding", Markdown(views_finding[0].upper() + views_finding[1:] + f"
 # :name: fig-06-rhat-and-coupling
 # :alt: Two panels against temperature: left, R̂ of the PLL energy and of the Hamming distance to the start with the thresholds as lines; right, the median coupling step with its interval and the share of pairs that did not meet.
 #
-# **R̂ beside coupling times.** Left: R̂ of each summary per temperature (log scale; dashed and dotted lines: the two thresholds). Right: the Kaplan–Meier median coupling step of the coupled Glauber pairs with its interval (an arrow: the median lies beyond the budget), labelled with P(T > budget) and the regime.
+# **R̂ beside coupling times.** Left: R̂ of each summary per temperature (dashed and dotted lines: the two thresholds). Right: the Kaplan–Meier median coupling step of the coupled Glauber pairs with its interval (an arrow: the median lies beyond the budget), labelled with P(T > budget) and the regime.
 # :::
 
 # %% [markdown]
@@ -389,7 +402,7 @@ glue("views_finding", Markdown(views_finding[0].upper() + views_finding[1:] + f"
 # passages, so it asks that too, and also whether those halves are long enough to pin down the mean of each
 # summary. For chains that *are* stationary, split R̂ is about $\sqrt{1 + 1/N_{\mathrm{eff}}}$, with
 # $N_{\mathrm{eff}}$ the effective sample size of one half-chain: R̂ < 1.01 needs about fifty effective draws
-# per half-chain (the reason Vehtari et al. pair the threshold with a minimum bulk ESS, printed above), the
+# per half-chain (the reason Vehtari et al. pair the threshold with a minimum bulk ESS, in the table of section 1), the
 # laxer threshold about ten. At a fast temperature a short run can therefore pass coupling's test and fail R̂'s
 # at ArviZ's threshold while passing it at the laxer one; the bulk ESS above says how short the run is. At a
 # slow temperature a flag is what both views expect, whichever of the two reasons raised it
@@ -456,7 +469,9 @@ cost = run.save_table(pd.DataFrame([
 show_table(acceptance)
 
 # %%
-cells.pivot(index="temperature", columns="sampler", values=["p_late", "median_time"])
+side = cells.pivot(index="temperature", columns="sampler", values=["p_late", "median_time"])
+side.columns = [f"{'P(T > budget)' if v == 'p_late' else 'median T'}, {sampler}" for v, sampler in side.columns]
+show_table(side.reset_index())
 
 # %%
 from glauber_mlm.pages.plots import legend_outside, panels
@@ -499,14 +514,15 @@ glue("mh_readings", Markdown("\n".join([
     f"- forward rows per chain-step of the coupled pairs: Glauber {by_sampler['Glauber', 'coupled pairs']:.2f}, "
     f"MH {by_sampler['MH (PLL target)', 'coupled pairs']:.2f}.",
 ])), display=False)
-show_table(cost)
+show_table(cost.rename(columns={"forward_rows": "forward rows", "chain_steps": "chain-steps",
+                                 "rows_per_chain_step": "rows per chain-step"}))
 
 # %% [markdown]
 # :::{glue:figure} fig:glauber_vs_mh
 # :name: fig-06-glauber-vs-mh
 # :alt: Three panels against temperature: the MH acceptance rate and the share of proposals that change a token; the share of coupled pairs that did not meet for Glauber and MH with Wilson intervals; their median coupling steps.
 #
-# **What the MH correction costs.** Left: the MH test's acceptance rate among proposals that change a token at each length n (bootstrap interval over chains) and the share of such proposals at the chains' length. Middle: P(T > budget) for coupled Glauber and coupled MH (Wilson intervals). Right: their Kaplan–Meier median coupling steps (an arrow: beyond the budget).
+# **What the MH correction costs.** Top left: the MH test's acceptance rate among proposals that change a token at each length n (bootstrap interval over chains) and the share of such proposals at the chains' length. Top right: P(T > budget) for coupled Glauber and coupled MH (Wilson intervals). Below: their Kaplan–Meier median coupling steps (an arrow: beyond the budget).
 # :::
 
 # %% [markdown]

@@ -286,7 +286,11 @@ glue("ising_finding", Markdown(
     + f". The exact TV falls below {TARGETS[0]:g} at {at_step(t_exact)}; the exact bound says so at "
     + " and ".join(f"{at_step(first_below(g.t, g.exact_bound, TARGETS[0]))} (L = {L})"
                    for L, g in ising_table.groupby("lag")) + "."), display=False)
-show_table(ising_summary)
+e0 = f"{TARGETS[0]:g}"
+show_table(ising_summary.rename(columns={
+    "lag": "L", "exact_tv_at_0": "exact TV at t = 0", f"first_t_exact_tv_below_{e0}": f"exact TV < {e0} from t =",
+    f"first_t_exact_bound_below_{e0}": f"exact bound < {e0} from t =",
+    f"first_t_bound_high_below_{e0}": f"MC upper end < {e0} from t =", "min_margin": "least margin (MC − exact)"}))
 
 # %% [markdown]
 # **Calibration of rule (i).** At the larger lag (the tighter bound, where coverage is hardest),
@@ -389,7 +393,9 @@ for n, res in runs_mlm.items():
 steps_table = run.save_table(pd.DataFrame(rows), "steps_below")
 curve_table = run.save_table(pd.DataFrame(curves), "mlm_bounds")
 rows_mlm = sum(r.forward_rows for r in runs_mlm.values())
-show_table(steps_table.astype({f"steps_below_{e:g}": "Int64" for e in TARGETS}))
+show_table(steps_table.astype({f"steps_below_{e:g}": "Int64" for e in TARGETS}).rename(columns={
+    "length": "n", "temperature": "τ", "median_meeting": "median τ_L", "max_meeting": "max τ_L",
+    **{f"steps_below_{e:g}": f"steps to TV ≤ {e:g}" for e in TARGETS}}))
 
 # %%
 fig, axes = panels(len(lengths_), height=3.6, sharey=True)
@@ -483,7 +489,9 @@ trips = temp.round_trips
 for key, value in dict(d_ensembles=E, d_rungs=K, d_hot=f"{hot_tau:g}", d_steps_per_round=S_round,
                        d_well_n=well_n, d_well_J=f"{well_J:g}", d_rounds=R_rounds, d_replicates=reps).items():
     glue(key, value, display=False)
-show_table(tempering_table)
+show_table(tempering_table.rename(columns={
+    "forward_rows": "forward rows", "tv": "TV to the exact law", "null_high": "null band up to", "p_value": "p",
+    "both_wells": "chains visiting both wells", "wells_per_1000_rows": "wells per 1000 rows"}))
 
 # %% [markdown]
 # **Calibration of rule (iii).** The rule passes when the tempered cold replica's p-value exceeds
@@ -660,7 +668,10 @@ for key, value in dict(t_ensembles=E_t, t_length=n_t, t_rungs=K_t, t_ladder=", "
                        t_every=every_t, t_radius_quantile=f"{q_radius:g}", t_cal=n_cal, t_neighbours=n_neighbours,
                        t_dwell=dwell_t).items():
     glue(key, value, display=False)
-show_table(mlm_tempering)
+show_table(mlm_tempering.rename(columns={
+    "temperature": "τ", "cold_steps": "cold steps", "forward_rows": "forward rows", "basins_mean": "basins (mean)",
+    "basins_min": "min", "basins_max": "max", "basins_per_1000_rows": "basins per 1000 rows", "low": "95 % low",
+    "high": "95 % high"}))
 
 # %%
 fig, (left, right) = panels(2, height=3.6)
