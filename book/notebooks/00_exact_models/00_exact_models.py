@@ -720,7 +720,7 @@ for tau in high_taus:
     print(f"τ = {tau:g}, at this design: {growth_by_tau[tau][f'{n_pairs} pairs per length']}; "
           f"{smallest_decisive(growth_by_tau[tau])}")
 growth_says = {True: "passes", False: "fails", None: "cannot be computed (a censored median)"}
-glue("growth_finding", Markdown("; ".join(
+glue("growth_finding", Markdown(". ".join(
     f"At τ = {tau:g} the rule {growth_says[growth_passes[tau]]}: the upper bound of c is "
     f"{growth_curvature[tau]['high']:.3g} (c = {growth_curvature[tau]['c']:.3g}), $n^{{1.5}}$'s c is "
     f"{growth_curvature[tau]['c_faster']:.3g}, and at {n_pairs} pairs per length its calibration gives "
@@ -762,11 +762,11 @@ run.conclude(
                 f"passes when p ≥ {LEVEL}", f"{r.p_value:.2f} (control law at 1.25 τ: p = {r.p_value_wrong_law:.4f})",
                 bool(r.p_value >= LEVEL), law_calibration[r.scan], to_decide="more chains or sweeps")
           for r in stationary.itertuples()],
-        *[Check(f"notebook 02's rule finds the Ising coupling times at τ = {tau:g} growing more slowly than n^1.5, "
-                "the nearest faster candidate law: the curvature's one-sided 95% upper bound lies below n^1.5's",
+        *[Check(f"notebook 02's rule finds the Ising coupling times at τ = {tau:g} growing more slowly than n¹·⁵, "
+                "the nearest faster candidate law: the curvature's one-sided 95% upper bound lies below n¹·⁵'s",
                 "one-sided 95% upper bound of the curvature c of T/n in log n",
-                "passes when below n^1.5's c (drawn through the middle-length median)",
-                f"{growth_curvature[tau]['high']:.3g} (c = {growth_curvature[tau]['c']:.3g}; n^1.5: "
+                "passes when below n¹·⁵'s c (drawn through the middle-length median)",
+                f"{growth_curvature[tau]['high']:.3g} (c = {growth_curvature[tau]['c']:.3g}; n¹·⁵: "
                 f"{growth_curvature[tau]['c_faster']:.3g})",
                 growth_passes[tau], growth_by_tau[tau][f"{n_pairs} pairs per length"],
                 to_decide=smallest_decisive(growth_by_tau[tau]))

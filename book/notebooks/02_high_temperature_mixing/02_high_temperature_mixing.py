@@ -519,7 +519,7 @@ glue("check_finding", Markdown(
     + ("decisive, so these outcomes decide." if calibration.decisive else
        f"not decisive, so the check is inconclusive at this design ({smallest_decisive(designs)}).")), display=False)
 show_table(curvature.rename(columns={"temperature": "τ", "c_high_one_sided": "c: one-sided 95% upper bound",
-                                     "c_n15": "c of n^1.5"}))
+                                     "c_n15": "c of n¹·⁵"}))
 
 # %% [markdown]
 # ```{glue:md} check_finding
@@ -548,11 +548,11 @@ run.conclude(
         **{f"laws rejected by the β interval at τ = {t:g}": ", ".join(row.index[row.astype(bool)]) or "none"
            for t, row in law_rejected.iterrows()},
     },
-    checks=[Check(f"the coupling times grow more slowly than n^1.5, the nearest faster candidate law, at τ = "
-                  f"{r.temperature:g} ({mlm.name}): the curvature's one-sided 95% upper bound lies below n^1.5's",
+    checks=[Check(f"the coupling times grow more slowly than n¹·⁵, the nearest faster candidate law, at τ = "
+                  f"{r.temperature:g} ({mlm.name}): the curvature's one-sided 95% upper bound lies below n¹·⁵'s",
                   statistic="one-sided 95% upper bound of the curvature c of T/n in log n",
-                  threshold="passes when below n^1.5's c (drawn through the middle-length median)",
-                  value=f"{r.c_high_one_sided:.3g} (c = {r.c:.3g}; n^1.5: {r.c_n15:.3g})",
+                  threshold="passes when below n¹·⁵'s c (drawn through the middle-length median)",
+                  value=f"{r.c_high_one_sided:.3g} (c = {r.c:.3g}; n¹·⁵: {r.c_n15:.3g})",
                   passes=r.passes, calibration=calibration, to_decide=smallest_decisive(designs))
             for r in curvature.itertuples()],
     not_shown=(f"that the scaling temperatures lie above τ* at every scaling length (notebook 05 measures τ* at "

@@ -784,7 +784,9 @@ run.conclude(
     key_numbers={
         **{f"n = {r.length}: crossing τ* of the pooled total influence (a lower bound on the true crossing)":
            (f"{r.crossing_temperature:.2f}" if r.status == "inside the grid" else r.status)
-           + f"; slow-to-fast boundary of the phase diagram {r.boundary_temperature:g}" for r in crossing.itertuples()},
+           + "; slow-to-fast boundary of the phase diagram " + (f"{r.boundary_temperature:g}"
+              if np.isfinite(r.boundary_temperature) else "not measured at this length")
+           for r in crossing.itertuples()},
         "cells of notebook 02's tables above τ* at their length (fast / above / all)":
             f"{int(tested.fast.sum())} / {len(tested)} / {len(cells)}",
         f"median weakest-site margin of a state at τ = {lowest.temperature:g}": f"{lowest.median_state_min_margin:.2f} logits",
