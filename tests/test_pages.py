@@ -76,9 +76,10 @@ def test_every_result_page_opens_with_its_result_box_and_captions_every_figure(s
     markdown = [c.source for c in cells if c.cell_type == "markdown"]
     code = "\n".join(c.source for c in cells if c.cell_type == "code")
     number = source.stem[:2]
-    # the box comes right after the title and claim, before any code
-    assert f":name: result-{number}" in markdown[1] and "{glue:md} result" in markdown[1], markdown[1][:200]
-    assert cells[2].cell_type == "code" and "run.conclude(" in code
+    # the box is the page's second cell: right after the title and claim, before any code or further prose
+    assert cells[0].cell_type == cells[1].cell_type == "markdown", [c.cell_type for c in cells[:2]]
+    assert f":name: result-{number}" in cells[1].source and "{glue:md} result" in cells[1].source, cells[1].source[:200]
+    assert "run.conclude(" in code
     figures = re.findall(r'save_figure\(fig, "([a-z_]+)"\)', code)
     captions = re.findall(r":::\{glue:figure\} fig:([a-z_]+)\n:name: (\S+)\n:alt: (.+)", "\n".join(markdown))
     assert sorted(figures) == sorted(name for name, _, _ in captions), "every saved figure needs one caption cell"
