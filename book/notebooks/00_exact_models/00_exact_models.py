@@ -90,7 +90,7 @@ PROFILES = {
                   low_temperatures=[1.0, 0.6], low_length=8, rectangles=24, passages="embedded", rect_length=8,
                   influence_sites=4, influence_temperatures=[0.5, 1.0, 2.0]),
     "cpu":   dict(model=None, device=None, seed=0, coupling=1.0, law_sites=5, law_states=3, law_temperature=1.0,
-                  chains=200, sweeps=400, temperatures=[2.0, 4.0], lengths=[8, 16, 32, 64], pairs=160, budget=20_000,
+                  chains=200, sweeps=400, temperatures=[2.0, 4.0], lengths=[8, 16, 32, 64], pairs=320, budget=20_000,
                   low_temperatures=[1.0, 0.7, 0.5, 0.4], low_length=16, rectangles=200, passages="embedded",
                   rect_length=16, influence_sites=6, influence_temperatures=[0.25, 0.5, 1.0, 2.0, 4.0]),
     "paper": dict(model="bert-base-uncased", device=None, seed=0, coupling=1.0, law_sites=6, law_states=3,
