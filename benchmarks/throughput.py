@@ -14,7 +14,7 @@ Measures, in one run:
   * bf16 vs fp32 conditionals (total variation) on the model;
   * exact speculative sites: consumed steps per second against k and τ;
   * the coupling runner on pairs that mostly meet early (forward rows saved by dropping met pairs);
-  * Metropolis–Hastings (PLL target, `glauber_mlm.metropolis`) beside Glauber: chain-steps per second, forward
+  * Metropolis–Hastings (PLL target, `glauber_mlm.samplers.metropolis`) beside Glauber: chain-steps per second, forward
     rows per chain-step (each proposal that changes the state costs its PLL, n rows) and the acceptance rate;
   * the rectangle test (forward rows per rectangle after dedupe);
   * memory: the peak resident memory of a `glauber` call (in a fresh process) against chains × steps,
@@ -501,7 +501,7 @@ def memory(cells, n: int) -> pd.DataFrame:
     Potts chain (the forward is negligible, so what is measured is what the call keeps), against `kept_bytes`."""
     import subprocess
 
-    from glauber_mlm.sampling import kept_bytes
+    from glauber_mlm.samplers.sampling import kept_bytes
 
     rows = []
     for B, steps in cells:

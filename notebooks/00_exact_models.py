@@ -71,7 +71,8 @@ from IPython.display import Markdown
 from myst_nb import glue
 
 import glauber_mlm as gm
-from glauber_mlm import calibration, exact
+from glauber_mlm import exact
+from glauber_mlm.exact import calibration
 from glauber_mlm.measures import margins
 from glauber_mlm.pages.checks import Check, smallest_decisive
 from glauber_mlm.pages.run import Run

@@ -153,7 +153,7 @@ def planned_work(p: dict) -> list[Work]:
     each other length L of mh_lengths (L rows per PLL there); and `gm.mh_coupling_times` (as many for 2 · T · mh_pairs
     chains). Upper bounds: pairs that meet leave the batch,
     and only proposals that change a token cost a PLL."""
-    from glauber_mlm.metropolis import PLL_CHUNK_BYTES
+    from glauber_mlm.samplers.metropolis import PLL_CHUNK_BYTES
 
     m, n, S, T = p["model"], p["length"], p["steps"], len(p["temperatures"])
     chains, mh_chains, mh_paired_chains = T * p["chains"], T * p["mh_chains"], 2 * T * p["mh_pairs"]

@@ -91,15 +91,15 @@ from myst_nb import glue
 
 import glauber_mlm as gm
 from glauber_mlm import exact
-from glauber_mlm.calibration import chain_counts
+from glauber_mlm.exact.calibration import chain_counts
 from glauber_mlm.pages.checks import Check, calibrate
-from glauber_mlm.lag_coupling import exact_lag_bound, lag_coupling, tv_bound
+from glauber_mlm.samplers.lag_coupling import exact_lag_bound, lag_coupling, tv_bound
 from glauber_mlm.pages.run import Run
 from glauber_mlm.measures import semantic
 from glauber_mlm.models.passages import load_passages, passage_pairs, sample_passages
 from glauber_mlm.pages.plots import legend_outside, panels, show_table
 from glauber_mlm.stats import bootstrap_ci, tv_null_test, unit_bootstrap_ci
-from glauber_mlm.tempering import always_swap, basins_visited, ladder, plain_at_rows, replica_exchange
+from glauber_mlm.samplers.tempering import always_swap, basins_visited, ladder, plain_at_rows, replica_exchange
 
 TARGETS = (0.25, 0.01)  # the distances to stationarity the page reads the steps for
 TV_FLOOR = 0.02  # rule (i) is read where the exact TV is at least this

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from glauber_mlm import checkpoint, coupling_times, exact, glauber
+from glauber_mlm import coupling_times, exact, glauber
+from glauber_mlm.samplers import checkpoint
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 N_SITES, CHAINS = 10, 4

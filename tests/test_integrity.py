@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from glauber_mlm import checkpoint, exact, glauber, load_mlm
+from glauber_mlm import exact, glauber, load_mlm
+from glauber_mlm.samplers import checkpoint
 from glauber_mlm.build import data
 from glauber_mlm.models import hf
 from glauber_mlm.book import cache

@@ -19,8 +19,8 @@ import pytest
 import torch
 
 from glauber_mlm import coupled_metropolis, coupling_times, exact, glauber, load_mlm, metropolis, mh_coupling_times
-from glauber_mlm.kernels import coupled_init, coupled_step, glauber_init, glauber_step
-from glauber_mlm.sampling import chain_seeds
+from glauber_mlm.samplers.kernels import coupled_init, coupled_step, glauber_init, glauber_step
+from glauber_mlm.samplers.sampling import chain_seeds
 from test_checkpoint import count_forwards
 
 HERE = Path(__file__).resolve().parent

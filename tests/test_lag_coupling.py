@@ -10,9 +10,9 @@ import pytest
 import torch
 
 from glauber_mlm import exact
-from glauber_mlm.lag_coupling import LagCoupling, exact_lag_bound, lag_coupling, lag_terms, tv_bound
-from glauber_mlm.metropolis import pseudo_log_likelihood
-from glauber_mlm.scan_order import all_states, laws_over_time, neighbours, site_conditionals
+from glauber_mlm.samplers.lag_coupling import LagCoupling, exact_lag_bound, lag_coupling, lag_terms, tv_bound
+from glauber_mlm.samplers.metropolis import pseudo_log_likelihood
+from glauber_mlm.exact.scan_order import all_states, laws_over_time, neighbours, site_conditionals
 
 N, Q = 4, 2
 RUNS, BUDGET = 3000, 3000

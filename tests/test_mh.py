@@ -8,8 +8,8 @@ from scipy.stats import chi2
 from glauber_mlm import acceptance_counts, coupled_metropolis, exact, glauber, load_mlm, metropolis, mh_coupling_times
 from glauber_mlm.book.plan import CountingModel
 from glauber_mlm.conditionals import log_conditionals
-from glauber_mlm.metropolis import choose_block, pseudo_log_likelihood
-from glauber_mlm.sampling import choose_sites
+from glauber_mlm.samplers.metropolis import choose_block, pseudo_log_likelihood
+from glauber_mlm.samplers.sampling import choose_sites
 
 N, Q = 3, 3
 STATES = torch.tensor(list(itertools.product(range(Q), repeat=N)))

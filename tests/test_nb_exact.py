@@ -6,7 +6,8 @@ import pytest
 import torch
 
 import glauber_mlm as gm
-from glauber_mlm import calibration, exact
+from glauber_mlm import exact
+from glauber_mlm.exact import calibration
 from glauber_mlm.stats import tv_null_test
 from notebook_runner import read_table
 

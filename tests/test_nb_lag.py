@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from glauber_mlm.models.hf import DEFAULT_MODEL
-from glauber_mlm.lag_coupling import LagCoupling, tv_bound
+from glauber_mlm.samplers.lag_coupling import LagCoupling, tv_bound
 from notebook_runner import execute, first_cell_error, read_table
 
 NAME = "07_how_long_must_i_run"

@@ -7,7 +7,7 @@ from scipy.stats import chi2
 
 from glauber_mlm import exact, glauber, load_mlm
 from glauber_mlm.models.roofline import Shape, shape_from_config, speculation_knee
-from glauber_mlm.sampling import speculation_width, speculation_widths
+from glauber_mlm.samplers.sampling import speculation_width, speculation_widths
 from tiny_models import save_family, save_tiny
 
 FIELDS = ("states", "steps", "sites", "changed", "final")

@@ -329,8 +329,8 @@ def test_command_refuses_bad_input_naming_the_fix(argv, message, capsys):
 
 def test_07_lag_runs_and_exact_models_against_the_plan(mlm, texts):
     """The L-lag runs of each length (the library's own row count) and the tempering rows never exceed the plan."""
-    from glauber_mlm.lag_coupling import lag_coupling
-    from glauber_mlm.tempering import ladder, replica_exchange
+    from glauber_mlm.samplers.lag_coupling import lag_coupling
+    from glauber_mlm.samplers.tempering import ladder, replica_exchange
 
     p, works = smoke("07_how_long_must_i_run")
     taus, P = sorted(p["temperatures"]), p["pairs"]

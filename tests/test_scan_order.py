@@ -3,8 +3,8 @@ import numpy as np
 import pytest
 
 from glauber_mlm import exact, glauber
-from glauber_mlm.calibration import chain_counts
-from glauber_mlm.scan_order import (all_states, glauber_kernel, laws_over_time, scan_footprint, site_kernel,
+from glauber_mlm.exact.calibration import chain_counts
+from glauber_mlm.exact.scan_order import (all_states, glauber_kernel, laws_over_time, scan_footprint, site_kernel,
                                     stationary_law)
 from glauber_mlm.stats import tv_null_test
 

@@ -5,11 +5,11 @@ import pytest
 import torch
 
 from glauber_mlm import exact, metropolis
-from glauber_mlm.calibration import chain_counts
-from glauber_mlm.metropolis import pseudo_log_likelihood
-from glauber_mlm.scan_order import all_states
+from glauber_mlm.exact.calibration import chain_counts
+from glauber_mlm.samplers.metropolis import pseudo_log_likelihood
+from glauber_mlm.exact.scan_order import all_states
 from glauber_mlm.stats import tv_null_test
-from glauber_mlm.tempering import (always_swap, basins_visited, ladder, plain_at_rows, replica_exchange, swap_log_ratio,
+from glauber_mlm.samplers.tempering import (always_swap, basins_visited, ladder, plain_at_rows, replica_exchange, swap_log_ratio,
                                    track_round_trips)
 
 N, Q, J = 5, 2, 8.0  # wells all-0 and all-1, each ≈ 1/2; leaving one costs a wall of weight e^{-8}

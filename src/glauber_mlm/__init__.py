@@ -2,14 +2,14 @@
 from . import exact
 from .measures.compatibility import CandidatePairs, Compatibility, compatibility_test, top_k_candidates
 from .conditionals import ConditionalModel, log_conditionals, total_variation
-from .coupling import CouplingResult, coupling_times, maximal_coupling
+from .samplers.coupling import CouplingResult, coupling_times, maximal_coupling
 from .diagnostics import chain_draw, convergence, coupling_regime, diagnose, hamming_between, hamming_to_start
 from .models.hf import DEFAULT_MODEL, MLMAdapter, load_mlm
 from .measures.influence import influence_matrix, local_margins, total_influence
-from .metropolis import (MHTrajectory, acceptance_counts, coupled_metropolis, metropolis, mh_coupling_times,
+from .samplers.metropolis import (MHTrajectory, acceptance_counts, coupled_metropolis, metropolis, mh_coupling_times,
                          pseudo_log_likelihood)
 from .measures.rectangle import Rectangles, RectangleTest, random_rectangles, rectangle_statistic, rectangle_test
-from .sampling import Trajectory, glauber
+from .samplers.sampling import Trajectory, glauber
 
 __all__ = [
     "CandidatePairs", "Compatibility", "ConditionalModel", "CouplingResult", "DEFAULT_MODEL", "MHTrajectory",

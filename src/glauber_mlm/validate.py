@@ -7,12 +7,8 @@ import math
 import numbers
 import operator
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import torch
-
-if TYPE_CHECKING:
-    from .conditionals import ConditionalModel
 
 
 def check_temperatures(temperature) -> torch.Tensor:
@@ -113,8 +109,8 @@ def check_sites(sites, batch: int, n: int, name: str = "sites") -> torch.Tensor:
     return sites.long()
 
 
-def check_states(model: ConditionalModel, states: torch.Tensor) -> torch.Tensor:
-    """Validate a (B, n) batch of token ids against the model before any forward pass.
+def check_states(model, states: torch.Tensor) -> torch.Tensor:
+    """Validate a (B, n) batch of token ids against `model` (a `ConditionalModel`) before any forward pass.
 
     Every id must lie in the model's support: a state is the n ordinary tokens only, never the special
     frame ([CLS] … [SEP], <s> … </s>), a mask, padding or an unused id."""

@@ -253,7 +253,7 @@ def calibrate(reference: str | None, n: int, device: str | None = None) -> Rates
     import torch
 
     from ..models.hf import load_mlm
-    from ..sampling import glauber
+    from ..samplers.sampling import glauber
 
     mlm = load_mlm(reference, device=device)
     support = torch.nonzero(mlm.support.cpu()).flatten()

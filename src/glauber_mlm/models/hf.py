@@ -15,7 +15,7 @@ from pathlib import Path
 
 import torch
 
-from ..checkpoint import forget_identity
+from ..samplers.checkpoint import forget_identity
 from ..validate import check_dtype, check_int, check_sites
 from ..build.data import verify_model
 from .encoder import hidden_states, lean_encoder, position_offset

@@ -10,7 +10,7 @@ import numpy as np
 import torch
 
 from .. import exact
-from ..coupling import coupling_times
+from ..samplers.coupling import coupling_times
 from ..stats import law_function
 
 
@@ -254,9 +254,9 @@ def stationary_test_calibration(model: exact.PairwiseModel, temperature: float, 
 
     Planted truth: Glauber chains at τ (whose stationary law is π_τ), fresh seeds per replicate; planted null:
     Glauber chains at `control_factor`·τ, tested against π_τ. All replicates run in one batch."""
-    from ..calibration import chain_counts
+    from ..exact.calibration import chain_counts
     from .checks import Calibration
-    from ..sampling import glauber
+    from ..samplers.sampling import glauber
     from ..stats import tv_null_test
 
     n, q = model.W.shape[0], model.W.shape[2]
@@ -471,7 +471,7 @@ def slowdown_calibration(length: int, temperatures, pairs: int, budget: int, cou
     b = `inside` (planted truth) and b in `outside` (planted nulls; size is the largest of their pass rates)."""
     from .checks import Calibration
     from ..measures.margins import fit_log_linear
-    from ..coupling import coupling_times
+    from ..samplers.coupling import coupling_times
 
     taus = np.asarray(sorted(temperatures, reverse=True), float)
     n = int(length)

@@ -15,8 +15,8 @@ import numpy as np
 import torch
 
 from .calibration import state_index
-from .validate import as_temperatures, check_int
-from .conditionals import conditional_probabilities
+from ..validate import as_temperatures, check_int
+from ..conditionals import conditional_probabilities
 
 MAX_STATES = 4096
 

@@ -27,12 +27,12 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .validate import check_int, check_real
+from ..validate import check_int, check_real
 from .coupling import check_pairs, coupling_times
 from .metropolis import metropolis, mh_coupling_times
-from .rng import uniforms
+from ..rng import uniforms
 from .sampling import chain_seeds, check_scan, glauber
-from .scan_order import (all_states, glauber_kernel, laws_over_time, neighbours, site_conditionals, site_kernel,
+from ..exact.scan_order import (all_states, glauber_kernel, laws_over_time, neighbours, site_conditionals, site_kernel,
                          stationary_law)
 
 LAG_STREAM = 21  # derives the lag phase's seeds; sampling, coupling and MH use streams 0–5

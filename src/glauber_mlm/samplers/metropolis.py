@@ -32,12 +32,12 @@ from typing import Callable
 
 import torch
 
-from .conditionals import ConditionalModel, log_conditionals
-from .validate import as_temperatures, check_dtype, check_int, check_memory, check_states
+from ..conditionals import ConditionalModel, log_conditionals
+from ..validate import as_temperatures, check_dtype, check_int, check_memory, check_states
 from .coupling import CouplingResult, check_pairs
 from .driver import drive
 from .kernels import maximal_coupling
-from .rng import ACCEPT_STREAM, BRANCH_STREAM, SITE_STREAM, TOKEN_STREAM, Y_STREAM, sample_categorical, uniforms
+from ..rng import ACCEPT_STREAM, BRANCH_STREAM, SITE_STREAM, TOKEN_STREAM, Y_STREAM, sample_categorical, uniforms
 from .sampling import Trajectory, chain_seeds, check_scan, kept_bytes, working_bytes
 
 PLL_CHUNK_BYTES = 1 << 29  # logits kept at once by one PLL forward (float32 logits and their exp)

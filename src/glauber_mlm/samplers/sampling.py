@@ -21,12 +21,12 @@ from pathlib import Path
 import torch
 
 from .checkpoint import checkpointer
-from .conditionals import ConditionalModel
-from .validate import as_temperatures, check_dtype, check_int, check_memory, check_states
+from ..conditionals import ConditionalModel
+from ..validate import as_temperatures, check_dtype, check_int, check_memory, check_states
 from .driver import drive
 from .kernels import choose_sites  # noqa: F401 (re-exported: `sampling.choose_sites`)
 from .kernels import GlauberInfo, GlauberState, glauber_init, glauber_step
-from .rng import check_seed
+from ..rng import check_seed
 
 MAX_SPECULATION = 16
 

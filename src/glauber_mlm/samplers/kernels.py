@@ -17,9 +17,9 @@ from dataclasses import dataclass
 
 import torch
 
-from .conditionals import ConditionalModel, conditional_probabilities
-from .validate import as_temperatures
-from .rng import (BRANCH_STREAM, SITE_STREAM, TOKEN_STREAM, X_STREAM, Y_STREAM, check_probabilities, sample_categorical,
+from ..conditionals import ConditionalModel, conditional_probabilities
+from ..validate import as_temperatures
+from ..rng import (BRANCH_STREAM, SITE_STREAM, TOKEN_STREAM, X_STREAM, Y_STREAM, check_probabilities, sample_categorical,
                   uniforms)
 
 

@@ -12,8 +12,8 @@ from pathlib import Path
 import torch
 
 from .checkpoint import checkpointer
-from .conditionals import ConditionalModel
-from .validate import as_temperatures, check_dtype, check_int, check_memory, check_states
+from ..conditionals import ConditionalModel
+from ..validate import as_temperatures, check_dtype, check_int, check_memory, check_states
 from .driver import drive
 from .kernels import CoupledInfo, CoupledState, coupled_init, coupled_step, maximal_coupling
 from .sampling import (Speculation, chain_seeds, check_scan, check_speculate, speculation_knee, speculation_widths,

@@ -11,8 +11,8 @@ import itertools
 
 import torch
 
-from .validate import check_int, check_real
-from .rng import check_seed
+from ..validate import check_int, check_real
+from ..rng import check_seed
 
 
 class PairwiseModel:

@@ -28,10 +28,10 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .validate import check_int, check_states, check_temperatures
+from ..validate import check_int, check_states, check_temperatures
 from .lag_coupling import derived_seeds
 from .metropolis import metropolis
-from .rng import uniforms
+from ..rng import uniforms
 from .sampling import chain_seeds
 
 ROUND_STREAM, SWAP_STREAM, PLAIN_STREAM = 22, 23, 24  # beside lag_coupling's 21; sampling, coupling and MH use 0–5
@@ -199,7 +199,7 @@ def basins_visited(emb: np.ndarray, steps, radius: float, min_dwell: int) -> np.
     A chain's traps (`semantic.find_traps`: stretches within `radius` of their running centre lasting ≥ `min_dwell`
     steps), in order; a trap is a new basin when its centre (the mean embedding of its records) lies farther than
     `radius` from the centre of every basin the chain visited before, else a return to that basin."""
-    from .measures.semantic import chain_traps
+    from ..measures.semantic import chain_traps
 
     emb = np.asarray(emb, dtype=float)
     traps = chain_traps(emb, np.asarray(steps), radius, min_dwell)
