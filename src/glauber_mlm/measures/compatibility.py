@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ..conditionals import ConditionalModel, log_conditionals
+from ..conditionals import ConditionalModel, checked_logits, log_conditionals
 from ..validate import as_temperatures, check_dtype, check_int, check_sites, check_states
 
 
@@ -101,7 +101,7 @@ def top_k_candidates(model: ConditionalModel, contexts: torch.Tensor, i, j, k: i
     contexts, i, j = _check_sites(model, contexts, i, j)
     k = check_int("k", k, 2, int(model.support.sum()))  # a top-k beyond the support would pick −inf ids
     T = contexts.shape[0]
-    logits = model.logits(torch.cat([contexts, contexts]), torch.cat([i, j]), dtype=torch.float32)
+    logits = checked_logits(model, torch.cat([contexts, contexts]), torch.cat([i, j]), torch.float32)
     A, B = logits.topk(k, dim=-1).indices.split(T)
     return CandidatePairs(contexts.cpu(), i.cpu(), j.cpu(), A.cpu(), B.cpu())
 

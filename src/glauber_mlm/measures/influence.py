@@ -12,7 +12,7 @@ from __future__ import annotations
 import torch
 from tqdm.auto import tqdm
 
-from ..conditionals import ConditionalModel, total_variation
+from ..conditionals import ConditionalModel, checked_logits, total_variation
 from ..validate import check_dtype, check_int, check_states, check_temperatures
 from ..rng import check_seed
 
@@ -22,7 +22,7 @@ def _all_site_logits(model: ConditionalModel, states: torch.Tensor, dtype: torch
     B, n = states.shape
     rows = states.repeat_interleave(n, 0)
     sites = torch.arange(n, device=states.device).repeat(B)
-    out = [model.logits(rows[k : k + chunk], sites[k : k + chunk], dtype=dtype) for k in range(0, B * n, chunk)]
+    out = [checked_logits(model, rows[k : k + chunk], sites[k : k + chunk], dtype) for k in range(0, B * n, chunk)]
     return torch.cat(out).view(B, n, -1)
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ..conditionals import ConditionalModel, log_conditionals, total_variation
+from ..conditionals import ConditionalModel, checked_logits, log_conditionals, total_variation
 from ..validate import as_temperatures, check_dtype, check_int, check_sites, check_states
 from ..rng import check_seed
 
@@ -154,7 +154,7 @@ def random_rectangles(
     R = contexts.shape[0]
     i = torch.randint(n, (R,), generator=g)
     j = (i + 1 + torch.randint(n - 1, (R,), generator=g)) % n
-    logits = model.logits(torch.cat([contexts, contexts]), torch.cat([i, j]).to(contexts.device), dtype=torch.float32)
+    logits = checked_logits(model, torch.cat([contexts, contexts]), torch.cat([i, j]).to(contexts.device), torch.float32)
     top = logits.topk(top_k, dim=-1).indices.cpu()  # (2R, k)
     pick = torch.rand(2 * R, top_k, generator=g).argsort(-1)[:, :2]  # two distinct ranks per site
     tokens = top.gather(1, pick)

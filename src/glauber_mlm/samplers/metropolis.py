@@ -32,7 +32,7 @@ from typing import Callable
 
 import torch
 
-from ..conditionals import ConditionalModel, log_conditionals
+from ..conditionals import ConditionalModel, checked_logits, log_conditionals
 from ..validate import as_temperatures, check_dtype, check_int, check_memory, check_states
 from .coupling import CouplingResult, check_pairs
 from .driver import drive
@@ -88,7 +88,7 @@ def pseudo_log_likelihood(model: ConditionalModel, states: torch.Tensor, dtype: 
     for start in range(0, B * n, chunk):
         flat = torch.arange(start, min(start + chunk, B * n), device=states.device)
         rows, sites = states[flat // n], flat % n
-        logits = model.logits(rows, sites, dtype=dtype)
+        logits = checked_logits(model, rows, sites, dtype)
         own = logits.gather(1, rows.gather(1, sites.unsqueeze(1))).squeeze(1)
         total[flat] = (own - torch.logsumexp(logits, -1)).double()
     return total.view(B, n).sum(1)
