@@ -1,7 +1,9 @@
-"""A notebook run killed with SIGKILL mid-chain resumes from its checkpoint: the same tables as an uninterrupted run."""
+"""A notebook run killed with SIGKILL mid-chain resumes from its checkpoint: the same tables as an uninterrupted run,
+and it says so (issue 34): the runner names the checkpoint folder, the page the step its chain went on from."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -28,10 +30,10 @@ SLOW = EXAMPLE.replace('Run("99_example"', 'Run("97_resume"').replace(
     'run.save_table(pd.DataFrame({"forwards": [calls[0]]}), "forwards")')
 
 
-def _run(root, nbs, **popen):
+def _run(root, nbs, stdout=subprocess.DEVNULL):
     cmd = [sys.executable, "-m", "glauber_mlm.cli", "run", "97_resume", "--profile", "smoke", "-p", "steps", "300",
            "--notebooks", str(nbs), "--root", str(root)]
-    return subprocess.Popen(cmd, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, **popen)
+    return subprocess.Popen(cmd, start_new_session=True, stdout=stdout, stderr=subprocess.PIPE)
 
 
 def test_a_killed_run_resumes_to_the_uninterrupted_tables(tmp_path):
@@ -55,8 +57,12 @@ def test_a_killed_run_resumes_to_the_uninterrupted_tables(tmp_path):
     proc.wait()
     assert list(checkpoints.rglob("chains.pt")) and not (root / "book" / "notebooks" / "97_resume.ipynb").exists()
 
-    resumed = _run(root, nbs)
-    assert resumed.wait(timeout=300) == 0, resumed.stderr.read().decode()[-2000:]
+    resumed = _run(root, nbs, stdout=subprocess.PIPE)
+    said, err = resumed.communicate(timeout=300)
+    assert resumed.returncode == 0, err.decode()[-2000:]
+    assert f"resuming 97_resume from its checkpoints in {checkpoints.resolve()}" in said.decode()
+    page = (root / "book" / "notebooks" / "97_resume.ipynb").read_text()
+    assert re.search(r"resuming glauber from its checkpoint at step [1-9]\d* of 300", page)  # from which step
     results = root / "book" / "notebooks" / "97_resume"
     assert (results / "magnetisation.csv").read_bytes() == expected
     full = pd.read_csv(whole / "book" / "notebooks" / "97_resume" / "forwards.csv").forwards[0]

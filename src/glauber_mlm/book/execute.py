@@ -24,7 +24,7 @@ from .. import contract
 from . import cache, lock, page
 from . import publish as pub
 from .errors import BookError, NotebookFailed
-from .parameters import MODEL_KEYS, NOTEBOOKS, notebook_source, resolve_parameters
+from .parameters import MODEL_KEYS, NOTEBOOKS, notebook_source, resolve_parameters, safe_parameters
 
 KERNEL = "python3"
 
@@ -159,6 +159,7 @@ def run_notebook(
         attempt.mkdir(parents=True)
         # a killed run resumes from here: one folder per notebook and inputs, beside staging, removed once published
         checkpoints = staging.parent / "checkpoints" / name / cache.key(stamp["inputs"])[:16]
+        announce_resume(name, checkpoints)
         return _execute(src, params, stamp, out_notebook, output_dir, attempt,
                         checkpoints=checkpoints, progress=progress, log_output=log_output)
 
@@ -171,7 +172,7 @@ def _execute(src: Path, params: dict, stamp: dict, out_notebook: Path, output_di
 
     name = src.stem
     staged_nb, staged_dir = attempt / f"{name}.ipynb", attempt / output_dir.name
-    params = {**params, "output_dir": output_dir.name}
+    params = safe_parameters({**params, "output_dir": output_dir.name})  # exactly what papermill writes: plain data
     run_id = pub.new_run_id()
     ensure_kernel()
     ipynb = attempt / f"{name}.source.ipynb"
@@ -191,6 +192,7 @@ def _execute(src: Path, params: dict, stamp: dict, out_notebook: Path, output_di
     ipynb.unlink()
     tidy_streams(staged_nb)
     _finish_page(staged_nb, staged_dir, src, {**stamp, "run_id": run_id})
+    pub.seal(staged_nb, staged_dir, cache.provenance(src, stamp["inputs"]))  # the page's files, as published
     found = pub.problems(staged_nb)
     if found:
         raise NotebookFailed(f"{name} finished without a complete run ({'; '.join(found)}); nothing was published.\n"
@@ -201,8 +203,28 @@ def _execute(src: Path, params: dict, stamp: dict, out_notebook: Path, output_di
         raise BookError(pub.publish_failure(name, out_notebook.parent, attempt, err)) from None
     shutil.rmtree(attempt)
     if checkpoints is not None:
-        shutil.rmtree(checkpoints.parent, ignore_errors=True)
+        remove_checkpoints(checkpoints)
     return out_notebook
+
+
+def saved_checkpoints(checkpoints: Path) -> list[Path]:
+    """The checkpoint files (`LABEL.pt`) a killed or interrupted run of these inputs left in `checkpoints`."""
+    return sorted(checkpoints.glob("*.pt")) if checkpoints.is_dir() else []
+
+
+def announce_resume(name: str, checkpoints: Path) -> None:
+    """Say, before the kernel starts, that this run goes on from the checkpoints an earlier run of the same inputs
+    left (each chain then says from which step); nothing when there are none."""
+    if saved_checkpoints(checkpoints):
+        print(f"resuming {name} from its checkpoints in {checkpoints}", flush=True)
+
+
+def remove_checkpoints(checkpoints: Path) -> None:
+    """Remove the published run's checkpoint folder `<checkpoints>/NAME/<inputs key>` only: the resume state of
+    the notebook's other parameter sets (a killed `run NAME -p pairs 9`) stays; NAME's folder goes once empty."""
+    shutil.rmtree(checkpoints, ignore_errors=True)
+    with contextlib.suppress(OSError):  # another parameter set's folder is still there
+        checkpoints.parent.rmdir()
 
 
 def check_syntax(src: Path) -> None:

@@ -3,10 +3,12 @@
 What a run keeps is its recorder's business (a trajectory's states and logs, coupling times, MH decisions): the
 driver calls `record(state, info)` after every step. With a `Checkpointer` it also saves `snapshot(state)` (every
 `checkpoint_every` steps of the slowest chain, and at the end) and, where a matching checkpoint exists, starts from
-`restore(saved, state)`: a resumed run returns what the uninterrupted run returns (counter-based draws, see `rng`).
+`restore(saved, state)`: a resumed run returns what the uninterrupted run returns (counter-based draws, see `rng`),
+and says so on stderr, where its progress bar is ("resuming glauber from its checkpoint at step s of S").
 """
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from typing import Any, Protocol, TypeVar
 
@@ -39,6 +41,7 @@ def drive(step: Callable[[State], tuple[State, Any]], state: State, recorder: Re
     first, a save after each step that passes a multiple of `ckpt.every` and one at the end."""
     if ckpt is not None and (saved := ckpt.resume()) is not None:
         state = recorder.restore(saved, state)
+        announce_resume(desc, position(state), total, ckpt)
     bar = tqdm(total=total, initial=position(state), disable=not progress, desc=desc, mininterval=2.0)
     while (at := position(state)) < total:
         state, info = step(state)
@@ -50,3 +53,8 @@ def drive(step: Callable[[State], tuple[State, Any]], state: State, recorder: Re
     if ckpt is not None:
         ckpt.maybe_save(total, lambda _: recorder.snapshot(state), final=True)
     return state
+
+
+def announce_resume(desc: str, step: int, total: int, ckpt: Checkpointer) -> None:
+    """'resuming DESC from its checkpoint at step s of S (PATH)' on stderr: a resumed run is told from a fresh one."""
+    print(f"resuming {desc} from its checkpoint at step {step} of {total} ({ckpt.path})", file=sys.stderr, flush=True)
