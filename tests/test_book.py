@@ -379,6 +379,7 @@ def test_the_verdict_table_shows_each_page_verdict_deciding_check_paper_value_an
     """The intro's dashboard: one row per result.json with its verdict, the check it rests on (value, why it does not
     decide), the paper's value and the profile; a result.json from before `deciding` existed still gets a row."""
     from glauber_mlm.book.site import VERDICTS, write_verdicts
+    from test_seal import sealed
 
     for name, extra in [("02_high_temperature_mixing", dict(
             paper="boundary near τ ≈ 1.5–2 (RoBERTa-base, 10⁴-step budget)",
@@ -390,6 +391,7 @@ def test_the_verdict_table_shows_each_page_verdict_deciding_check_paper_value_an
         (page / "result.json").write_text(json.dumps(dict(
             verdict="inconclusive at this scale", build="`cpu` profile · model the embedded minilm-mlm · AMD EPYC",
             **extra)))
+        sealed(page)  # the dashboard reads only complete runs whose seal holds
     write_verdicts(tmp_path)
     rows = (tmp_path / VERDICTS).read_text().splitlines()
     assert rows[0] == "| result page | verdict | the check it rests on: this build | the paper reports | scale |"

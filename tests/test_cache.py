@@ -10,7 +10,7 @@ import pytest
 
 from glauber_mlm import book, contract
 from glauber_mlm.models import hf
-from glauber_mlm.book import cache, command, plan, reuse
+from glauber_mlm.book import cache, command, plan, publish, reuse
 from glauber_mlm.book.execute import prepare_parameters
 from glauber_mlm.cli import main as cli_main
 from test_book import EXAMPLE
@@ -70,6 +70,19 @@ def test_unchanged_inputs_reuse_every_page(world, monkeypatch):
     assert stale(world, monkeypatch) == {"91_a": None, "92_b": None}
 
 
+def test_a_published_page_is_sealed_with_its_inputs(world):
+    """Every file the run wrote is in the seal; the inputs, the external files and the key's modules in provenance."""
+    results = world["root"] / "book" / "notebooks" / "91_a"
+    prov = contract.read_provenance(results)
+    assert set(prov["seal"]["files"]) == {"91_a.ipynb", *(f"91_a/{p.name}" for p in results.iterdir()
+                                                           if p.name != "provenance.json")}
+    assert "91_a/magnetisation.csv" in prov["seal"]["files"] and "91_a/result.json" not in prov["seal"]["files"]
+    stamped = json.loads(results.with_suffix(".ipynb").read_text())["metadata"]["glauber_mlm"]["inputs"]
+    assert prov["inputs"] == stamped and prov["input_files"] == {contract.MS_MARCO: "unset"}
+    assert prov["library_modules"] == "the whole package (1 modules)"  # the world's library has no __init__.py
+    assert publish.problems(results.with_suffix(".ipynb")) == []
+
+
 @pytest.mark.parametrize("what, expected", [
     ("notebook", {"91_a": "changed: notebook", "92_b": None}),
     ("library", {"91_a": "changed: library", "92_b": "changed: library"}),
@@ -98,6 +111,7 @@ def test_a_new_run_of_the_notebook_it_reads_from_re_executes_the_reader(world, m
     stamp = json.loads(page.read_text())
     stamp["metadata"]["glauber_mlm"]["inputs"] = cache.inputs(src, params, results)  # as if 92_b had read 91_a's run
     page.write_text(json.dumps(stamp))
+    publish.seal(page, results / "92_b")  # re-stamped as the run would have been: sealed again
     assert cache.stale_reason(src, params, page) is None
     prov = results / "91_a" / "provenance.json"
     prov.write_text(prov.read_text().replace(json.loads(prov.read_text())["run_id"], "a-newer-run"))
@@ -179,6 +193,7 @@ def fake_page(src: Path, params: dict, root: Path, **provenance) -> Path:
     recorded = {**{key: "-" for key in contract.REQUIRED}, "profile": params["profile"], "scale": 1.0, "parameters": {},
                 "versions": {}, "wall_time_s": 1.0, "run_id": "r1"}
     contract.write_provenance(published / src.stem, {**recorded, **provenance})
+    publish.seal(page, published / src.stem)
     return page
 
 
@@ -197,7 +212,7 @@ def test_the_machine_is_not_a_cache_input(monkeypatch):
         monkeypatch.setattr(hf, "fast_bf16", lambda device, native=native: native)
         keys[native] = cache.inputs(src, params, book.REPO / "book" / "notebooks")
     assert keys[True] == keys[False]
-    assert set(keys[True]) == {"notebook", "parameters", "library", "data", "models", "upstream"}
+    assert set(keys[True]) == {"notebook", "parameters", "library", "data", "files", "rules", "models", "upstream"}
 
 
 def test_a_page_built_in_bf16_elsewhere_is_reused_on_an_fp32_machine_and_says_where(tmp_path, avx2, monkeypatch, capsys):

@@ -59,7 +59,7 @@ def test_a_bad_dtype_is_refused_by_the_run_and_before_a_kernel_starts():
 
 
 def test_write_provenance_refuses_a_record_without_a_required_key(tmp_path):
-    info = {key: "-" for key in contract.REQUIRED}
+    info = {**{key: "-" for key in contract.REQUIRED}, "scale": 1.0, "parameters": {}, "versions": {}, "wall_time_s": 1.0}
     assert contract.read_provenance(contract.write_provenance(tmp_path, info).parent) == info
     del info["machine"]
     with pytest.raises(ValueError, match="provenance lacks machine"):

@@ -153,9 +153,11 @@ def _pair(folder: Path, run: str) -> tuple[Path, Path]:
     results.mkdir()
     (results / "table.csv").write_text(f"{run}\n" * 100)
     (results / "figure.png").write_bytes(run.encode() * 1000)
-    (results / "provenance.json").write_text(json.dumps({**{k: "-" for k in contract.REQUIRED}, "run_id": run}))
+    (results / "provenance.json").write_text(json.dumps({**{k: "-" for k in contract.REQUIRED}, "scale": 1.0,
+                                                         "parameters": {}, "versions": {}, "wall_time_s": 1.0, "run_id": run}))
     notebook = folder / "nb.ipynb"
     notebook.write_text(json.dumps({"metadata": {"glauber_mlm": {"run_id": run}}, "cells": [], "padding": run * 500}))
+    publish.seal(notebook, results)
     return notebook, results
 
 

@@ -129,10 +129,11 @@ def test_completeness_check_names_each_fault(tmp_path):
     results.mkdir()
     nb.write_text(json.dumps({"metadata": {"glauber_mlm": {"run_id": "a"}}, "cells": []}))
     assert any("missing" in p for p in publish.problems(nb))
-    prov = {k: "" for k in publish.REQUIRED}
+    prov = {**{k: "" for k in contract.REQUIRED}, "scale": 1.0, "parameters": {}, "versions": {}, "wall_time_s": 1.0}
     (results / "provenance.json").write_text(json.dumps({**prov, "run_id": "b"}))
     assert any("different runs" in p for p in publish.problems(nb))
     (results / "provenance.json").write_text(json.dumps({**prov, "run_id": "a"}))
+    publish.seal(nb, results)
     assert publish.problems(nb) == []
     nb.write_text(json.dumps({"metadata": {"glauber_mlm": {"run_id": "a"}, "papermill": {"exception": True}}}))
     assert publish.problems(nb) == ["a cell raised while it executed"]

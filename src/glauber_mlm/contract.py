@@ -8,7 +8,10 @@ Everything both sides must agree on lives here, and only here:
 - the forward dtypes a notebook's `dtype` parameter accepts (`FORWARD_DTYPES`; None: the device's default,
   `hf.forward_dtype`). The dtype is an ordinary notebook parameter: `book --dtype` passes it like `--scale`;
 - the provenance a finished run writes beside its tables (`PROVENANCE`, its keys `REQUIRED`, `write_provenance`)
-  and the runner checks before it publishes or reuses a page (`read_provenance`, `publish.problems`);
+  and the runner checks before it publishes or reuses a page (`read_provenance`, `publish.problems`), and the
+  result box it saves (`RESULT`, `read_result`);
+- the files a run reads that are named by the environment (`INPUT_FILES`) and the rules record of the pages' checks
+  (`RULES`, `read_rules`): both are inputs of the runner's cache key;
 - which notebook reads which published tables (`READS`): the reader must run after its upstream, and re-executes
   when the upstream's run changes (`upstream`).
 """
@@ -24,14 +27,23 @@ CHECKPOINTS = "GLAUBER_MLM_CHECKPOINTS"  # where a run's long calls save their p
 CACHE = "GLAUBER_MLM_CACHE"              # the download and hash cache of `glauber-mlm data/train`, outside git
 MS_MARCO = "GLAUBER_MLM_MS_MARCO"        # a local copy of MS MARCO v2.1 validation, read instead of the hub
 
+# the variables that name a file a run reads: its content is a cache input and is recorded in provenance
+INPUT_FILES = (MS_MARCO,)
+
 FORWARD_DTYPES = ("float32", "bfloat16")  # the `dtype` parameter's values; None: bf16 where native, else fp32
 
 PROVENANCE = "provenance.json"
+RESULT = "result.json"  # the result box a page saves (`Run.conclude`): at least its verdict
+RULES = Path(__file__).resolve().parents[2] / "notebooks" / "rules.json"  # the dated rules record, by notebook
 # the keys every provenance.json holds: `forward_dtype` is the dtype of the models as loaded (after any fallback),
 # `machine` where the chains ran. `Run` also records `dtype`, the one asked for (None: the device's default), and
 # `python`; pages published before `dtype` was a parameter lack it, so it is read with a default (None)
 REQUIRED = ("notebook", "profile", "scale", "parameters", "forward_dtype", "device", "machine", "commit", "versions",
             "run_id", "wall_time_s")
+# the types of each entry of a provenance.json that the runner reads (a bool is not a number here)
+TYPES: dict[str, tuple[type, ...]] = {"notebook": (str,), "profile": (str,), "scale": (int, float),
+                                      "parameters": (dict,), "versions": (dict,), "run_id": (str, type(None)),
+                                      "wall_time_s": (int, float, type(None))}
 
 # reader -> {upstream notebook: the tables it reads (`Run.upstream_table`)}
 READS: dict[str, dict[str, tuple[str, ...]]] = {
@@ -99,6 +111,72 @@ def write_provenance(folder: Path, info: dict) -> Path:
     return path
 
 
+class MalformedFile(ValueError):
+    """A file the runner reads that is not what its writer writes; the message names the file and the fix."""
+
+
+def _json(path: Path, fix: str):
+    """The JSON value in `path`; OSError when it is missing, MalformedFile (naming `fix`) when it is not JSON."""
+    try:
+        return json.loads(Path(path).read_text())
+    except (ValueError, UnicodeDecodeError) as err:
+        raise MalformedFile(f"{path} is not valid JSON ({err}): {fix}.") from None
+
+
+def reexecute(folder: Path) -> str:
+    """The fix for a published page whose results folder `folder` holds a malformed file."""
+    return f"re-execute the page with glauber-mlm book --only {Path(folder).name} (or restore it with git checkout -- {folder})"
+
+
+def _of_type(value, types: tuple[type, ...]) -> bool:
+    """Whether `value` is one of `types`, a bool counting only where bool is named (JSON's true is no number)."""
+    return bool in types if isinstance(value, bool) else isinstance(value, types)
+
+
 def read_provenance(folder: Path) -> dict:
-    """`folder/provenance.json` as a dict; OSError when it is missing, ValueError when it is not valid JSON."""
-    return json.loads((Path(folder) / PROVENANCE).read_text())
+    """`folder/provenance.json` as a dict. OSError when it is missing; MalformedFile (a ValueError naming the file
+    and the fix) when it is not valid JSON, not a JSON object, lacks a key of `REQUIRED`, or holds an entry of
+    another type than `TYPES` gives (`"scale": "0.5"`)."""
+    path = Path(folder) / PROVENANCE
+    fix = reexecute(folder)
+    info = _json(path, fix)
+    if not isinstance(info, dict):
+        raise MalformedFile(f"{path} holds a JSON {type(info).__name__}, not the object a run writes: {fix}.")
+    missing = [k for k in REQUIRED if k not in info]
+    if missing:
+        raise MalformedFile(f"{path} lacks {', '.join(missing)}: {fix}.")
+    wrong = [f"{k} is {info[k]!r}" for k, types in TYPES.items() if not _of_type(info[k], types)]
+    if wrong:
+        raise MalformedFile(f"{path} has entries of the wrong type ({'; '.join(wrong)}): {fix}.")
+    return info
+
+
+def read_result(folder: Path) -> dict:
+    """`folder/result.json` (the page's result box) as a dict. OSError when it is missing; MalformedFile when it is
+    not valid JSON, not a JSON object, or has no verdict (a string)."""
+    path = Path(folder) / RESULT
+    fix = reexecute(folder)
+    result = _json(path, fix)
+    if not isinstance(result, dict) or not isinstance(result.get("verdict"), str):
+        raise MalformedFile(f"{path} is not a result box (a JSON object with a verdict string): {fix}.")
+    return result
+
+
+def read_rules(path: Path | None = None) -> dict[str, list[dict]]:
+    """The rules record (`RULES`): {notebook: its dated entries}; {} when there is none. MalformedFile (naming the
+    file and the fix) when it is not valid JSON or not an object of lists of dated entries (`_rules_entry`)."""
+    path = Path(path or RULES)
+    if not path.is_file():
+        return {}
+    fix = f"restore it with git checkout -- {path} (or fix the entry you edited)"
+    record = _json(path, fix)
+    if not isinstance(record, dict) or not all(isinstance(entries, list) and all(map(_rules_entry, entries))
+                                                for entries in record.values()):
+        raise MalformedFile(f"{path} is not a rules record (an object mapping each notebook to a list of entries, "
+                            f"each with a date and a change): {fix}.")
+    return record
+
+
+def _rules_entry(entry) -> bool:
+    """Whether `entry` is a dated entry of the rules record: an object with a `date` and a `change` (strings)."""
+    return isinstance(entry, dict) and isinstance(entry.get("date"), str) and isinstance(entry.get("change"), str)

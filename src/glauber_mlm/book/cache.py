@@ -1,11 +1,16 @@
 """The execution cache: re-execute a notebook only when something its results depend on has changed.
 
-The key of a run is the SHA-256 of six inputs, each hashed on its own so that a stale page can say why:
+The key of a run is the SHA-256 of eight inputs, each hashed on its own so that a stale page can say why:
 - `notebook`: the notebook's Jupytext source;
 - `parameters`: the parameters it is run with (profile and overrides, after `resolve_parameters`), the forward
   dtype among them when it is given (`book --dtype`);
-- `library`: the source of `glauber_mlm` (every module but the `book` commands themselves);
+- `library`: the library modules the notebook imports, transitively (`closure.closure`: a change to a module
+  re-executes only the pages that run it); the whole package where an import cannot be resolved statically; the
+  runner (`book/`, `cli.py`) never, as it decides what runs, not what it computes;
 - `data`: `data/MANIFEST.json`, which holds the checksums of the embedded data and the embedded model;
+- `files`: the files named by environment variables (`contract.INPUT_FILES`: `GLAUBER_MLM_MS_MARCO`), by content
+  (`data.cached_sha256`: by path, size and mtime after the first time), an unset variable as "unset";
+- `rules`: the notebook's entries in the rules record (`contract.RULES`), which its page quotes;
 - `models`: for each model the run loads (a parameter given, else its profile's), the sha256 of its folder's config,
   tokenizer and weights: an embedded model (by name, or None for the default) as any local folder, so a damaged or
   retrained embedded model re-executes its pages; a hub name counts as itself;
@@ -14,16 +19,20 @@ The key of a run is the SHA-256 of six inputs, each hashed on its own so that a 
 The machine is not an input: a page built elsewhere, in the dtype that machine ran natively (bf16 where native,
 else fp32), is reused here; the book says which machine and dtype produced it (`command`), and `--dtype` or
 `--force` re-executes it here.
-`run_notebook` stamps the key into the executed notebook; `glauber-mlm book` reuses a published page whose
-stamp equals the key it would run with, and re-executes the others (all of them with `--force`).
+`run_notebook` stamps the key into the executed notebook, and `provenance` (the inputs, which external files and
+how many library modules) into its provenance.json; `glauber-mlm book` reuses a published page whose stamp equals
+the key it would run with and whose seal holds (`publish.problems`), and re-executes the others (all with `--force`).
 """
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 from pathlib import Path
 
-from ..contract import read_provenance, upstream
+from ..contract import INPUT_FILES, MalformedFile, read_provenance, read_rules, upstream
+from .closure import closure, is_runner
+from .errors import BookError
 from .parameters import MODEL_KEYS, REPO, _default_profile, declared_profiles
 from .publish import problems
 
@@ -42,11 +51,42 @@ def _tree(files: list[Path], base: Path) -> str:
     return h.hexdigest()
 
 
-def library_digest(library: Path | None = None) -> str:
-    """One hash of the library's modules, leaving out the `book` commands (they decide what runs, not what it computes)."""
+def library_files(src: Path, library: Path | None = None) -> tuple[list[Path], bool]:
+    """The library modules a run of notebook `src` executes (`closure.closure`), and whether that closure was
+    resolved; unresolved, every module of the package but the runner's."""
     library = library or LIBRARY
-    files = [p for p in library.rglob("*.py") if "book" not in p.relative_to(library).parts and p.name != "cli.py"]
-    return _tree(files, library)
+    files = closure(src, library)
+    if files is not None:
+        return files, True
+    return [p for p in library.rglob("*.py") if not is_runner(library, p)], False
+
+
+def library_digest(src: Path, library: Path | None = None) -> str:
+    """One hash of the library modules notebook `src` runs (`library_files`): their paths and bytes."""
+    library = library or LIBRARY
+    return _tree(library_files(src, library)[0], library)
+
+
+def input_files() -> dict[str, str]:
+    """{variable: the sha256 of the file it names} for each of `contract.INPUT_FILES`: "unset" when the variable is
+    not set, "missing: PATH" when its file does not exist (the run will say so)."""
+    from ..build.data import cached_sha256
+
+    found = {}
+    for variable in INPUT_FILES:
+        value = os.environ.get(variable)
+        path = Path(value).expanduser() if value else None
+        found[variable] = ("unset" if path is None else cached_sha256(path) if path.is_file()
+                           else f"missing: {path}")
+    return found
+
+
+def rules_digest(name: str) -> str:
+    """Hash of notebook `name`'s entries in the rules record (`contract.RULES`); a BookError names a malformed one."""
+    try:
+        return _sha(json.dumps(read_rules().get(name, []), sort_keys=True).encode())
+    except MalformedFile as err:
+        raise BookError(str(err)) from None
 
 
 def models_digest(src: Path, params: dict) -> str:
@@ -89,11 +129,21 @@ def inputs(src: Path, params: dict, results: Path) -> dict[str, str]:
     return {
         "notebook": _sha(Path(src).read_bytes()),
         "parameters": _sha(json.dumps(shown, sort_keys=True, default=str).encode()),
-        "library": library_digest(),
+        "library": library_digest(src),
         "data": _sha(MANIFEST.read_bytes()) if MANIFEST.is_file() else "none",
+        "files": _sha(json.dumps(input_files(), sort_keys=True).encode()),
+        "rules": rules_digest(Path(src).stem),
         "models": models_digest(src, params),
         "upstream": upstream_digest(Path(src).stem, results),
     }
+
+
+def provenance(src: Path, parts: dict[str, str]) -> dict:
+    """What the runner adds to a run's provenance.json: the cache key's `parts`, the external files by content
+    (`input_files`), and how many library modules the page's key covers (or that it covers the whole package)."""
+    files, resolved = library_files(src)
+    return {"inputs": parts, "input_files": input_files(),
+            "library_modules": len(files) if resolved else f"the whole package ({len(files)} modules)"}
 
 
 def key(parts: dict[str, str]) -> str:

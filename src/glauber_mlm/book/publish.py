@@ -11,6 +11,10 @@ run's id — is published, in these steps:
 5. rename `.NAME.ipynb.incoming` to `NAME.ipynb`;
 6. delete `.NAME.previous`.
 
+Before step 1 the run is sealed (`seal`): its provenance.json records the sha256 of every file of the page — the
+executed notebook, each file of its results folder, and provenance.json's own other entries — so that a page edited,
+damaged or added to after it was published is no longer a complete run (`problems` names each file).
+
 A kill after any step leaves the previous pair or the new one complete on disk; `recover` (run before
 the next publish, and when a publish fails) finishes or undoes the steps so that exactly one complete
 pair remains and nothing hidden is left, and `check_published` refuses a torn pair, so a half-written
@@ -20,13 +24,14 @@ not write to.
 from __future__ import annotations
 
 import errno
+import hashlib
 import json
 import os
 import shutil
 import uuid
 from pathlib import Path
 
-from ..contract import PROVENANCE, REQUIRED, read_provenance
+from ..contract import PROVENANCE, read_provenance, write_provenance
 from .errors import BookError
 
 # free space a run needs beyond a second copy of its published page: a margin for the staged attempt (tables and
@@ -156,36 +161,93 @@ def check_room(out_notebook: Path, output_dir: Path, work: Path) -> None:
                             f"{need / 2**20:.0f} MiB there: {_fix(errno.ENOSPC, existing)}.")
 
 
+def _metadata(notebook: Path) -> dict:
+    """The executed notebook's metadata; ValueError naming the file when it is not a notebook (a JSON object whose
+    metadata and its `glauber_mlm` and `papermill` entries are objects)."""
+    nb = json.loads(Path(notebook).read_text())
+    meta = nb.get("metadata", {}) if isinstance(nb, dict) else None
+    if not isinstance(meta, dict) or not all(isinstance(meta.get(k, {}), dict) for k in ("glauber_mlm", "papermill")):
+        raise ValueError(f"{notebook} is not an executed notebook")
+    return meta
+
+
+def stamp(notebook: Path) -> dict:
+    """What `run_notebook` stamped into the executed notebook (run id, cache inputs); {} where nothing is."""
+    return _metadata(notebook).get("glauber_mlm", {})
+
+
 def notebook_run_id(notebook: Path) -> str | None:
     """The run id `run_notebook` stamped into the executed notebook's metadata (None if absent)."""
-    meta = json.loads(Path(notebook).read_text()).get("metadata", {})
-    return meta.get("glauber_mlm", {}).get("run_id")
+    return stamp(notebook).get("run_id")
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _own_digest(prov: dict) -> str:
+    """The sha256 of a provenance's entries other than its seal (its key order and layout aside)."""
+    return hashlib.sha256(json.dumps({k: v for k, v in prov.items() if k != "seal"}, sort_keys=True).encode()).hexdigest()
+
+
+def page_files(notebook: Path, results: Path) -> dict[str, Path]:
+    """Every file of a page, by its name beside the notebook: 'NAME.ipynb', 'NAME/<path in the results folder>',
+    provenance.json aside (it holds the seal)."""
+    files = {notebook.name: notebook}
+    for path in sorted(results.rglob("*")):
+        rel = path.relative_to(results).as_posix()
+        if path.is_file() and rel != PROVENANCE:
+            files[f"{results.name}/{rel}"] = path
+    return files
+
+
+def seal(notebook: Path, results: Path, record: dict | None = None) -> None:
+    """Add `record` (the runner's entries: `cache.provenance`) and the seal to `results/provenance.json`: the sha256
+    of every file of the page (`page_files`) and of provenance.json's own other entries."""
+    prov = {**read_provenance(results), **(record or {})}
+    files = {name: _sha256(path) for name, path in page_files(Path(notebook), Path(results)).items()}
+    write_provenance(results, {**prov, "seal": {"files": files, "provenance": _own_digest(prov)}})
+
+
+def broken_seal(notebook: Path, results: Path, prov: dict) -> list[str]:
+    """What changed in a page since it was sealed ('NAME/rhat.csv was edited', '... was deleted', '... was added',
+    'NAME/provenance.json was edited'); a page without a seal says so. [] when the seal holds."""
+    sealed = prov.get("seal")
+    if not isinstance(sealed, dict) or not isinstance(sealed.get("files"), dict):
+        return [f"{results.name}/provenance.json has no seal (published before outputs were sealed, or the seal was "
+                "removed), so its files cannot be trusted"]
+    now = page_files(notebook, results)
+    found = [f"{name} was deleted" for name in sorted(sealed["files"].keys() - now.keys())]
+    found += [f"{name} was added" for name in sorted(now.keys() - sealed["files"].keys())]
+    found += [f"{name} was edited" for name in sorted(now.keys() & sealed["files"].keys())
+              if _sha256(now[name]) != sealed["files"][name]]
+    if sealed.get("provenance") != _own_digest(prov):
+        found.append(f"{results.name}/provenance.json was edited")
+    return [f"{f} after it was published" for f in found]
 
 
 def problems(notebook: Path) -> list[str]:
-    """Why the executed `notebook` (with its results folder beside it) is not a complete, consistent run; [] if it is."""
+    """Why the executed `notebook` (with its results folder beside it) is not a complete, consistent, untouched run
+    (a malformed provenance.json, another run's results, a broken seal: `broken_seal`); [] if it is."""
     notebook = Path(notebook)
-    prov_path = notebook.with_suffix("") / PROVENANCE
+    results = notebook.with_suffix("")
     try:
-        nb = json.loads(notebook.read_text())
+        meta = _metadata(notebook)
     except (OSError, ValueError) as err:
         return [f"the notebook cannot be read ({err})"]
     found = []
-    if nb.get("metadata", {}).get("papermill", {}).get("exception"):
+    if meta.get("papermill", {}).get("exception"):
         found.append("a cell raised while it executed")
-    if not prov_path.is_file():
-        return found + [f"{prov_path.parent.name}/provenance.json is missing (the run never reached run.finish())"]
+    if not (results / PROVENANCE).is_file():
+        return found + [f"{results.name}/provenance.json is missing (the run never reached run.finish())"]
     try:
-        prov = read_provenance(prov_path.parent)
-    except ValueError:
-        return found + [f"{prov_path.parent.name}/provenance.json is not valid JSON"]
-    missing = [k for k in REQUIRED if k not in prov]
-    if missing:
-        found.append(f"provenance.json lacks {', '.join(missing)}")
-    stamped = nb.get("metadata", {}).get("glauber_mlm", {}).get("run_id")
-    if "run_id" in prov and stamped != prov["run_id"]:
+        prov = read_provenance(results)
+    except (OSError, ValueError) as err:
+        return found + [str(err)]
+    stamped = meta.get("glauber_mlm", {}).get("run_id")
+    if stamped != prov["run_id"]:
         found.append(f"the notebook (run {stamped}) and its results folder (run {prov['run_id']}) come from different runs")
-    return found
+    return found + broken_seal(notebook, results, prov)
 
 
 def check_published(notebooks: list[Path]) -> None:

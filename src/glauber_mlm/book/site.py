@@ -13,7 +13,8 @@ from pathlib import Path
 import yaml
 
 from .errors import BookError
-from .parameters import REPO
+from ..contract import read_provenance, read_result, read_rules
+from .parameters import NOTEBOOKS, REPO
 from .publish import check_published, problems
 
 MODELS = Path("data") / "models"
@@ -139,7 +140,10 @@ def execution_rows(root: Path) -> list[dict]:
     for nb_path in sorted((root / "book" / "notebooks").glob("*.ipynb")):
         name = nb_path.stem
         prov_path = nb_path.with_suffix("") / "provenance.json"
-        prov = json.loads(prov_path.read_text()) if prov_path.exists() else {}
+        try:
+            prov = read_provenance(prov_path.parent)
+        except (OSError, ValueError):  # missing or malformed: the row says "incomplete" (`problems`)
+            prov = {}
         meta = {}
         try:
             meta = nbformat.read(nb_path, as_version=4).metadata.get("papermill", {})
@@ -148,7 +152,7 @@ def execution_rows(root: Path) -> list[dict]:
         params = prov.get("parameters", {})
         result_path = nb_path.with_suffix("") / "result.json"
         try:
-            verdict = json.loads(result_path.read_text()).get("verdict", "–") if result_path.exists() else "–"
+            verdict = read_result(result_path.parent)["verdict"] if result_path.exists() else "–"
         except ValueError:
             verdict = "unreadable result.json"
         rows.append({
@@ -233,21 +237,46 @@ def write_execution_page(root: Path, executed: set[str] | None = None) -> Path:
     return page
 
 
-def write_verdicts(root: Path) -> Path:
+def shown_results(root: Path, notebooks_dir: Path = NOTEBOOKS) -> tuple[dict[str, dict | str], list[str]]:
+    """The result pages the dashboard reads: ({name: its result.json, or why it is not shown}, names left out).
+
+    A page is shown when its executed notebook is a complete run whose seal holds (`publish.problems`) and its
+    result.json can be read; otherwise its reason is given instead. A results folder whose notebook is not in
+    `notebooks_dir` (a page of a removed or renamed notebook) is left out."""
+    shown: dict[str, dict | str] = {}
+    left_out = []
+    for result_path in sorted((Path(root) / "book" / "notebooks").glob("*/result.json")):
+        name = result_path.parent.name
+        if not (Path(notebooks_dir) / f"{name}.py").is_file():
+            left_out.append(name)
+            continue
+        found = problems(result_path.parent.with_suffix(".ipynb"))
+        try:
+            shown[name] = "; ".join(found) if found else read_result(result_path.parent)
+        except ValueError as err:
+            shown[name] = str(err)
+    return shown, left_out
+
+
+def write_verdicts(root: Path, notebooks_dir: Path = NOTEBOOKS) -> Path:
     """Write `<root>/book/_generated/verdicts.md` (not tracked; rewritten before every build, included by the intro):
-    one row per result page, read from its result.json: its verdict, the check the verdict rests on with this build's
-    value, power and size (`verdict.Verdict.deciding`), what the paper reports for the claim, and the profile."""
+    one row per result page (`shown_results`), read from its result.json: its verdict, the check the verdict rests on
+    with this build's value, power and size (`verdict.Verdict.deciding`), what the paper reports for the claim, and
+    the profile. A page that cannot be trusted gets "not shown: <why>" in place of its verdict; a page whose
+    notebook is not in `notebooks_dir` is left out, and the build says so."""
     lines = ["| result page | verdict | the check it rests on: this build | the paper reports | scale |",
              "| --- | --- | --- | --- | --- |"]
-    for result_path in sorted((root / "book" / "notebooks").glob("*/result.json")):
-        name = result_path.parent.name
-        try:
-            result = json.loads(result_path.read_text())
-        except ValueError:
-            result = {"verdict": "unreadable result.json"}
+    shown, left_out = shown_results(root, notebooks_dir)
+    for name in left_out:
+        print(f"dashboard: leaving out {name}: there is no {name}.py in {notebooks_dir} (a removed or renamed "
+              f"notebook's page; delete book/notebooks/{name}* if it is not wanted)")
+    for name, result in shown.items():
         link = f'<a href="notebooks/{name}.html#result-{name[:2]}">{name[:2]} · {_short_title(root, name)}</a>'
-        scale = result.get("build", "–").split(" · model")[0]  # the profile (and a dry run's scale), not the machine
-        cells = (link, f"**{result.get('verdict', '–')}**", _deciding_cell(result.get("deciding")),
+        if isinstance(result, str):
+            lines.append("| " + " | ".join(_md_cell(c) for c in (link, f"not shown: {result}", "–", "–", "–")) + " |")
+            continue
+        scale = str(result.get("build", "–")).split(" · model")[0]  # the profile (and a dry run's scale), not the machine
+        cells = (link, f"**{result['verdict']}**", _deciding_cell(result.get("deciding")),
                  result.get("paper") or ("(the book's own question)" if result.get("question") == "book" else "–"), scale)
         lines.append("| " + " | ".join(_md_cell(c) for c in cells) + " |")
     if len(lines) == 2:
@@ -290,8 +319,10 @@ def write_rules_record(root: Path) -> Path:
     """Write `<root>/book/_generated/rules.md` (not tracked; included by the pre-registration page): every dated entry
     of the repository's notebooks/rules.json, newest first, with its rules hash and paper-profile hash, and whether a
     build under those rules was committed."""
-    record_path = REPO / "notebooks" / "rules.json"
-    record = json.loads(record_path.read_text()) if record_path.is_file() else {}
+    try:
+        record = read_rules()
+    except ValueError as err:
+        raise BookError(str(err)) from None
     lines = ["| notebook, date | what changed | rules / paper hash | built |", "| --- | --- | --- | --- |"]
     entries = sorted(((e, name) for name, es in record.items() for e in es), key=lambda t: (t[0]["date"], t[1]), reverse=True)
     for e, name in entries:

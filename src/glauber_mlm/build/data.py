@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from ..contract import download_cache
+from ..contract import MalformedFile, download_cache
 
 DEFAULT_CACHE = download_cache()
 # the sha256 of large files (the embedded models), by path, size, mtime and ctime: outside git, a miss costs a rehash
@@ -561,6 +561,34 @@ def model_files(models: Path) -> list[dict]:
     return rows
 
 
+# what each listed file records: a product its name and sha256, a model file its size too
+MANIFEST_ENTRY = {"products": {"file": str, "sha256": str}, "models": {"file": str, "sha256": str, "bytes": int}}
+
+
+def read_manifest(path: Path) -> dict:
+    """``MANIFEST.json`` at `path`, its ``products`` and ``models`` lists present ([] where absent). OSError when it
+    is missing; `contract.MalformedFile` (a ValueError naming the file and the fix) when it is not valid JSON, not an
+    object, or a list is not a list of entries with a ``file`` and ``sha256`` (and a model file's ``bytes``:
+    `MANIFEST_ENTRY`)."""
+    fix = f"restore it ({_git_restore(path)}) or rebuild the data with `glauber-mlm build-data`"
+    try:
+        manifest = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as err:
+        raise MalformedFile(f"{path} is not valid JSON ({err}): {fix}.") from None
+    if not isinstance(manifest, dict):
+        raise MalformedFile(f"{path} holds a JSON {type(manifest).__name__}, not the object build-data writes: {fix}.")
+    for key in ("products", "models"):
+        entries = manifest.setdefault(key, [])
+        if not isinstance(entries, list):
+            raise MalformedFile(f"{path}: its {key!r} is {entries!r}, not a list of files: {fix}.")
+        for k, entry in enumerate(entries):
+            wrong = [f for f, kind in MANIFEST_ENTRY[key].items()
+                     if not isinstance(entry, dict) or not isinstance(entry.get(f), kind) or isinstance(entry.get(f), bool)]
+            if wrong:
+                raise MalformedFile(f"{path}: entry {k} of {key!r} has no valid {', '.join(wrong)} ({entry!r}): {fix}.")
+    return manifest
+
+
 def verify_model(folder: Path) -> None:
     """Check an embedded model folder (``data/models/<name>``) against ``data/MANIFEST.json`` before it is loaded:
     every file it lists there present with its size and sha256 (`cached_sha256`: fast after the first load), and no
@@ -569,8 +597,8 @@ def verify_model(folder: Path) -> None:
     data_dir = folder.parent.parent
     manifest_path = data_dir / "MANIFEST.json"
     try:
-        entries = json.loads(manifest_path.read_text(encoding="utf-8")).get("models", [])
-    except (OSError, ValueError) as err:
+        entries = read_manifest(manifest_path)["models"]
+    except OSError as err:
         raise FileNotFoundError(f"cannot read {manifest_path}, which holds the checksums of the embedded model "
                                 f"{folder.name} ({err}): restore it ({_git_restore(manifest_path)}).") from err
     listed = {data_dir / e["file"]: e for e in entries if Path(e["file"]).parent == Path("models", folder.name)}
@@ -603,9 +631,9 @@ def verify_product(path: Path) -> None:
             break
     else:
         raise FileNotFoundError(f"no MANIFEST.json beside {path}: rebuild the data with `glauber-mlm build-data`.")
-    manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    manifest = read_manifest(manifest_path)
     name = path.relative_to(root).as_posix()
-    entries = {e["file"]: e for e in manifest.get("products", []) + manifest.get("models", [])}
+    entries = {e["file"]: e for e in manifest["products"] + manifest["models"]}
     if name not in entries:
         raise ValueError(f"{path} is not listed in {manifest_path}: rebuild the data with `glauber-mlm build-data`.")
     got = sha256_file(path)
