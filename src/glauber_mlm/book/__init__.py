@@ -9,7 +9,8 @@ check that it reproduces, and say beforehand what a run will cost.
 `run` converts `notebooks/NAME.py` (Jupytext percent format) to a notebook and executes it with
 papermill into `<root>/book/notebooks/NAME.ipynb`; the notebook's tables, figures and
 provenance.json go to `<root>/book/notebooks/NAME/` (its `output_dir` parameter). `-p` values are
-read as YAML, like papermill's `-y`, so `-p temperatures "[1.0, 2.0]"` passes a list.
+plain data (JSON, or YAML 1.2 without tags: `parameters.parse_value`), so `-p temperatures "[1.0, 2.0]"` passes
+a list; a tag (`!!binary`) or a numeral YAML 1.1 reads otherwise (`010`, `1:30`, `0x1F`, `yes`) is refused.
 
 `book` runs every notebook (sorted, or those named by `--only`), writes the execution-statistics
 tables `book/_generated/execution.md` (not tracked; included by the page `book/execution.md`) from each

@@ -40,7 +40,8 @@ def _parser(command: str) -> argparse.ArgumentParser:
         p.description = "Execute one notebook with papermill into <root>/book/notebooks/NAME.ipynb."
         p.add_argument("name", help="notebook name, e.g. 02_high_temperature_mixing")
         p.add_argument("-p", "--parameter", nargs=2, action="append", default=[], metavar=("KEY", "VALUE"),
-                       help="a notebook parameter; VALUE is read as YAML (numbers, lists, null)")
+                       help="a notebook parameter; VALUE is plain data, as JSON or YAML 1.2 without tags "
+                            "(12, 0.5, [8, 16], null, true, my-folder); 010, 1:30, 0x1F and yes are refused")
         p.add_argument("--log-output", action="store_true", help="also stream the notebook's printed output")
     else:
         p.description = "Execute the notebooks for a profile and build the Jupyter Book (warnings are errors)."
@@ -102,7 +103,7 @@ def _run(args) -> int:
     name = notebook_source(args.name, nb_dir).stem
     params = _common_parameters(args)
     for key, value in args.parameter:
-        params[key] = parse_value(value)
+        params[key] = parse_value(value, key)
     out_nb = root / "book" / "notebooks" / f"{name}.ipynb"
     started = time.time()
     run_notebook(name, out_nb, out_nb.with_suffix(""), params, notebooks_dir=nb_dir, staging=staging_dir(root),

@@ -397,7 +397,7 @@ def _parser() -> argparse.ArgumentParser:
                    help="a dry run's budgets: each notebook's BUDGETS times S (0 < S ≤ 1), as `book --scale S` [1]")
     p.add_argument("--only", nargs="+", metavar="NAME", help="plan only these notebooks [all]")
     p.add_argument("-p", "--parameter", nargs=2, action="append", default=[], metavar=("KEY", "VALUE"),
-                   help="a parameter override for every notebook that declares KEY; VALUE is read as YAML")
+                   help="a parameter override for every notebook that declares KEY; VALUE is plain data, as for glauber-mlm run")
     rate = p.add_mutually_exclusive_group()
     rate.add_argument("--calibrate", action="store_true",
                       help="time a few forwards of the reference model on this device (seconds)")
@@ -434,7 +434,7 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv[1:] if argv[:1] == ["plan"] else argv)
     try:
         names = [notebook_source(n).stem for n in args.only] if args.only else known_notebooks()
-        overrides = {key: parse_value(value) for key, value in args.parameter}
+        overrides = {key: parse_value(value, key) for key, value in args.parameter}
         works = plan(names, args.profile, args.model, overrides, scale=args.scale)
         profile = args.profile + (f", dry run at scale {args.scale:g}" if args.scale < 1 else "")
         print(render(works, profile, _rates(args), args.target_hours))
