@@ -136,6 +136,7 @@ def test_completeness_check_names_each_fault(tmp_path):
     publish.seal(nb, results)
     assert publish.problems(nb) == []
     nb.write_text(json.dumps({"metadata": {"glauber_mlm": {"run_id": "a"}, "papermill": {"exception": True}}}))
+    publish.seal(nb, results)
     assert publish.problems(nb) == ["a cell raised while it executed"]
 
 
