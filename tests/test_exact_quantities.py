@@ -50,7 +50,24 @@ def test_independent_sites_gap_is_one_over_n():
         assert gap.gap == pytest.approx(1 / n, abs=1e-6)
         assert gap.relaxation_time == pytest.approx(n, rel=1e-5)
         assert gap.reversible
-        assert gap.singular_gap == pytest.approx(1 - (1 - 1 / n) ** 2, abs=1e-6)
+    # past DENSE_EIGEN states the gap comes from ARPACK on the sparse kernel: 1,024 states, gap 1/10
+    big = independent(10, 2, seed=3)
+    assert exact.spectral_gap(exact.kernel(big, 0.7)).gap == pytest.approx(0.1, abs=1e-6)
+
+
+def test_the_sparse_kernel_and_its_law_are_the_dense_ones():
+    model = exact.incompatible_pairwise(4, 3, scale=0.9, seed=4)
+    for tau in (0.5, 2.0):
+        for scan in ("random", "systematic"):
+            P = exact.kernel(model, tau, scan)
+            assert np.allclose(P.toarray(), glauber_kernel(model, tau, scan), atol=1e-12)
+            assert np.allclose(exact.stationary(P), stationary_law(glauber_kernel(model, tau, scan)), atol=1e-9)
+        P = exact.kernel(model, tau)
+        assert exact.mixing_time(P, 0.1) == exact.mixing_time(P.toarray(), 0.1)
+        assert exact.mixing_time(P, 0.1, start=5) == exact.mixing_time(P.toarray(), 0.1, start=5)
+        assert np.allclose(exact.mean_escape_time(P, [0, 1, 2]), exact.mean_escape_time(P.toarray(), [0, 1, 2]))
+        assert exact.spectral_gap(P).gap == pytest.approx(exact.spectral_gap(P.toarray()).gap)
+        assert not exact.spectral_gap(P).reversible
 
 
 def test_two_state_chain_gap_distance_and_mixing_time():

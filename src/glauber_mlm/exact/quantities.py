@@ -1,10 +1,11 @@
 """Exact answers about a small chain: spectral gap, mixing time, Dobrushin influence, incompatibility, escape times,
 and the distance between Glauber's law and the MH–PLL target.
 
-Every function takes either a transition matrix P (S × S, from `scan_order.glauber_kernel`) or a small model whose
-states can be enumerated (`scan_order.all_states`: a `PairwiseModel`, a `restricted.RestrictedModel`). States are
-indexed in base q (`calibration.state_index`). Nothing here is estimated: a number is exact up to float rounding
-(the model's float32 logits, float64 linear algebra).
+Every function takes either a transition matrix P (S × S, dense or sparse: `kernel`, `scan_order.glauber_kernel`) or a
+small model whose states can be enumerated (`scan_order.all_states`: a `PairwiseModel`, a `restricted.RestrictedModel`).
+States are indexed in base q (`calibration.state_index`). Nothing here is estimated: a number is exact up to float
+rounding (the model's float32 logits, float64 linear algebra). The functions of a model take `logits`, a
+`logit_table(model)` already computed, so that one table serves a whole temperature grid.
 """
 from __future__ import annotations
 
@@ -15,33 +16,88 @@ import numpy as np
 import torch
 
 from ..validate import as_temperatures, check_int, check_real
-from .scan_order import _size, all_states, glauber_kernel, stationary_law, tv
+from scipy import sparse
+from scipy.sparse.linalg import eigs, splu
+
+from .scan_order import _size, all_states, tv
 
 __all__ = ["Incompatibility", "SpectralGap", "conditional_table", "distance_curve", "dobrushin_matrix", "greedy_basin",
-           "incompatibility", "logit_table", "mean_escape_time", "mixing_time", "pll_target_tv", "rectangle_ratios",
-           "spectral_gap", "total_influence"]
+           "incompatibility", "kernel", "logit_table", "mean_escape_time", "mixing_time", "pll_target_tv",
+           "rectangle_ratios", "spectral_gap", "stationary", "total_influence"]
 
 
-def _check_kernel(P) -> np.ndarray:
-    P = np.asarray(P, dtype=float)
-    if P.ndim != 2 or P.shape[0] != P.shape[1] or (P < -1e-12).any() or not np.allclose(P.sum(1), 1.0):
+DENSE_EIGEN = 512  # up to this many states `spectral_gap` takes every eigenvalue densely, above it ARPACK's few
+
+
+def _check_kernel(P) -> np.ndarray | sparse.csr_array:
+    """P as a float64 stochastic matrix (rows ≥ 0 summing to 1): a dense array stays dense, a sparse one is CSR."""
+    if sparse.issparse(P):
+        P = sparse.csr_array(P, dtype=float)
+        entries, sums = P.data, np.asarray(P.sum(1)).ravel()
+    else:
+        P = np.asarray(P, dtype=float)
+        entries, sums = P, P.sum(-1)
+    if P.ndim != 2 or P.shape[0] != P.shape[1] or (entries < -1e-12).any() or not np.allclose(sums, 1.0):
         raise ValueError(f"P must be a square stochastic matrix (rows ≥ 0 summing to 1), got shape {P.shape}: "
-                         "e.g. scan_order.glauber_kernel(model, τ).")
+                         "e.g. quantities.kernel(model, τ) or scan_order.glauber_kernel(model, τ).")
     return P
+
+
+def _dense(P) -> np.ndarray:
+    return P.toarray() if sparse.issparse(P) else P
+
+
+def kernel(model, temperature: float = 1.0, scan: str = "random", logits: np.ndarray | None = None
+           ) -> sparse.csr_array:
+    """`scan_order.glauber_kernel` as a sparse matrix: P_i(x, x^(i←v)) = q_i^τ(v | x_{−i}); random scan
+    P_R = (1/n) Σ_i P_i (S·(n(q − 1) + 1) non-zeros), systematic scan the sweep P_0 P_1 ⋯ P_{n−1}.
+
+    `logits`: a `logit_table(model)` already computed (one table serves every τ)."""
+    n, q = _size(model)
+    p = np.exp(conditional_table(model, temperature, logits))  # (S, n, q)
+    S = q**n
+    rows = np.repeat(np.arange(S), q)
+    sites = [sparse.csr_array((p[:, i].ravel(), (rows, _neighbour_index(n, q, i).ravel())), shape=(S, S))
+             for i in range(n)]
+    if scan == "random":
+        return sum(sites[1:], sites[0]) / n
+    if scan == "systematic":
+        P = sites[0]
+        for K in sites[1:]:
+            P = P @ K
+        return sparse.csr_array(P)
+    raise ValueError(f"scan must be 'random' or 'systematic', got {scan!r}.")
+
+
+def stationary(P) -> np.ndarray:
+    """The π with πP = π, Σπ = 1, of an irreducible kernel: (Pᵀ − I)π = 0 with one equation replaced by Σπ = 1,
+    solved directly (sparse LU for a sparse P, dense LU once it is more than a tenth full)."""
+    P = _check_kernel(P)
+    S = P.shape[0]
+    b = np.zeros(S)
+    b[-1] = 1.0
+    if sparse.issparse(P) and P.nnz < S * S / 10:
+        A = sparse.vstack([(P.T - sparse.identity(S, format="csr"))[:-1], np.ones((1, S))]).tocsc()
+        try:
+            pi = splu(A).solve(b)
+        except RuntimeError as err:
+            raise ValueError("P is reducible (its stationary law is not unique): raise the temperature.") from err
+    else:
+        A = _dense(P).T - np.eye(S)
+        A[-1] = 1.0
+        pi = np.linalg.solve(A, b)
+    pi = np.clip(pi, 0.0, None)
+    return pi / pi.sum()
 
 
 @dataclass(frozen=True)
 class SpectralGap:
-    """The gaps of a kernel P with stationary law π.
-
-    `gap` = 1 − λ*, λ* = max{|λ| : λ an eigenvalue of P, λ ≠ 1} (the second-largest eigenvalue modulus, defined for
-    any P: for a reversible random-scan Glauber kernel, whose eigenvalues lie in [0, 1], it is 1 − λ_2);
-    `singular_gap` = 1 − σ_2² (σ_2 the second singular value of D^½ P D^−½, D = diag π): the gap of the multiplicative
-    reversibilization P P*, which bounds d(t) of a non-reversible chain (Fill 1991) and equals 1 − λ*² when P is
-    reversible; `reversible`: detailed balance π_x P_xy = π_y P_yx holds to 1e-9 (relative)."""
+    """The absolute spectral gap of a kernel P: `gap` = 1 − λ*, λ* = max{|λ| : λ ≠ 1 an eigenvalue of P}, the
+    second-largest eigenvalue modulus. It is defined for any P, reversible or not (an MLM's chain never is exactly);
+    for a reversible random-scan Glauber kernel, whose eigenvalues lie in [0, 1], it is the usual 1 − λ_2.
+    `reversible`: detailed balance π_x P_xy = π_y P_yx holds to 1e-9 of the largest flow."""
 
     gap: float
-    singular_gap: float
     reversible: bool
 
     @property
@@ -51,20 +107,21 @@ class SpectralGap:
 
 
 def spectral_gap(P, pi=None) -> SpectralGap:
-    """The absolute spectral gap 1 − λ* of P, and the gap of its multiplicative reversibilization (`SpectralGap`).
-
-    Dense eigenvalues: O(S³), seconds at S = 1,024, a minute or more at 4,096. `pi` None: `stationary_law(P)`."""
+    """1 − λ* of P (`SpectralGap`): every eigenvalue densely up to `DENSE_EIGEN` states (O(S³)), above it the four
+    of largest modulus by ARPACK on the sparse P. `pi` None: `stationary(P)`."""
     P = _check_kernel(P)
-    pi = stationary_law(P) if pi is None else np.asarray(pi, dtype=float)
-    eig = np.linalg.eigvals(P)
+    S = P.shape[0]
+    pi = stationary(P) if pi is None else np.asarray(pi, dtype=float)
+    if S <= DENSE_EIGEN or S < 8:
+        eig = np.linalg.eigvals(_dense(P))
+    else:
+        eig = eigs(sparse.csr_array(P).T, k=4, which="LM", return_eigenvectors=False, tol=1e-12)
     top = np.argmin(np.abs(eig - 1.0))  # the eigenvalue 1 of the stationary law
     slem = float(np.abs(np.delete(eig, top)).max()) if eig.size > 1 else 0.0
-    root = np.sqrt(pi)
-    A = root[:, None] * P / np.maximum(root[None, :], 1e-300)  # D^½ P D^−½
-    sigma = np.linalg.svd(A, compute_uv=False)
-    flow = pi[:, None] * P
-    reversible = bool(np.abs(flow - flow.T).max() <= 1e-9 * max(flow.max(), 1e-300))
-    return SpectralGap(1.0 - slem, float(1.0 - sigma[1] ** 2) if sigma.size > 1 else 1.0, reversible)
+    flow = sparse.csr_array(P).multiply(pi[:, None]).tocsr() if sparse.issparse(P) else pi[:, None] * P
+    asym = abs(flow - flow.T)
+    reversible = bool(asym.max() <= 1e-9 * max(flow.max(), 1e-300))
+    return SpectralGap(1.0 - slem, reversible)
 
 
 def distance_curve(P, start, steps: int, reference=None) -> np.ndarray:
@@ -85,7 +142,7 @@ def distance_curve(P, start, steps: int, reference=None) -> np.ndarray:
         return v
 
     mu = law(start)
-    nu = stationary_law(P) if reference is None else law(reference)
+    nu = stationary(P) if reference is None else law(reference)
     out = [tv(mu, nu)]
     for _ in range(steps):
         mu, nu = mu @ P, (nu if reference is None else nu @ P)
@@ -108,7 +165,7 @@ def mixing_time(P, eps: float = 0.25, start: int | None = None, pi=None, max_ste
     eps = check_real("eps", eps, 0, above=True, fix="e.g. 0.25, the usual t_mix.")
     if eps >= 1:
         raise ValueError(f"eps must lie in (0, 1), got {eps}: TV is at most 1, so every t would do.")
-    pi = stationary_law(P) if pi is None else np.asarray(pi, dtype=float)
+    pi = stationary(P) if pi is None else np.asarray(pi, dtype=float)
     too_slow = f"d(t) > {eps} after {max_steps} steps: raise max_steps or the temperature."
     if start is not None:
         law = np.zeros(P.shape[0])
@@ -120,7 +177,7 @@ def mixing_time(P, eps: float = 0.25, start: int | None = None, pi=None, max_ste
         raise ValueError(too_slow)
     if _worst_distance(np.eye(P.shape[0]), pi) <= eps:
         return 0
-    powers = [P]  # P^(2^j)
+    powers = [_dense(P)]  # P^(2^j)
     while _worst_distance(powers[-1], pi) > eps:
         if 2 ** len(powers) > max_steps:
             raise ValueError(too_slow)
@@ -219,13 +276,15 @@ def rectangle_ratios(model, temperature: float = 1.0, logits: np.ndarray | None 
     return np.concatenate(out)
 
 
-def incompatibility(model, temperature: float = 1.0, logits: np.ndarray | None = None) -> Incompatibility:
-    """Every rectangle's ρ_τ (`rectangle_ratios`) and the scan order's footprint TV(π_R, π_S)
-    (`scan_order.scan_footprint`): both 0, to rounding, exactly when the conditionals have a joint law."""
-    from .scan_order import scan_footprint
-
-    rho = rectangle_ratios(model, temperature, logits)
-    return Incompatibility(rho, float(np.abs(rho).max()), scan_footprint(model, temperature)["sweep"])
+def incompatibility(model, temperature: float = 1.0, logits: np.ndarray | None = None, law=None) -> Incompatibility:
+    """Every rectangle's ρ_τ (`rectangle_ratios`) and the scan order's footprint TV(π_R, π_S) between the random-scan
+    law and the systematic sweep's (`scan_order.scan_footprint`'s "sweep"): both 0, to rounding, exactly when the
+    conditionals have a joint law. `law`: π_R when already computed."""
+    ell = logit_table(model) if logits is None else np.asarray(logits, dtype=float)
+    rho = rectangle_ratios(model, temperature, ell)
+    law = stationary(kernel(model, temperature, "random", ell)) if law is None else law
+    sweep = stationary(kernel(model, temperature, "systematic", ell))
+    return Incompatibility(rho, float(np.abs(rho).max()), tv(law, sweep))
 
 
 def mean_escape_time(P, basin) -> np.ndarray:
@@ -243,11 +302,14 @@ def mean_escape_time(P, basin) -> np.ndarray:
         mask[basin.astype(np.int64)] = True
     if not mask.any() or mask.all():
         raise ValueError(f"the basin must hold some states and leave some out, got {int(mask.sum())} of {mask.size}.")
-    A = np.eye(int(mask.sum())) - P[np.ix_(mask, mask)]
+    m = int(mask.sum())
     try:
-        h = np.linalg.solve(A, np.ones(int(mask.sum())))
-    except np.linalg.LinAlgError:
-        h = np.full(int(mask.sum()), np.inf)
+        if sparse.issparse(P):
+            h = splu((sparse.identity(m, format="csc") - P[mask][:, mask]).tocsc()).solve(np.ones(m))
+        else:
+            h = np.linalg.solve(np.eye(m) - P[np.ix_(mask, mask)], np.ones(m))
+    except (np.linalg.LinAlgError, RuntimeError):  # singular: some state of B cannot leave it
+        h = np.full(m, np.inf)
     if not np.isfinite(h).all() or (h < 0).any():
         raise ValueError("the chain cannot leave this basin from some of its states (a closed set at this τ): the "
                          "escape time is infinite; choose a basin with an exit or a temperature > 0.")
@@ -287,7 +349,7 @@ def pll_target_tv(model, temperature: float = 1.0, law=None, logits: np.ndarray 
     """TV(π_G, π_PLL) between Glauber's stationary law at τ and the MH–PLL target π_PLL ∝ exp(PLL(x)/τ),
     PLL(x) = Σ_i log q_i^1(x_i | x_{−i}) (`metropolis.pseudo_log_likelihood`: τ = 1 conditionals).
 
-    `law`: π_G when already computed (else the stationary law of `glauber_kernel(model, τ)`)."""
+    `law`: π_G when already computed (else `stationary(kernel(model, τ))`)."""
     n, q = _size(model)
     ell = logit_table(model) if logits is None else np.asarray(logits, dtype=float)
     logq1 = conditional_table(model, 1.0, ell)
@@ -296,5 +358,5 @@ def pll_target_tv(model, temperature: float = 1.0, law=None, logits: np.ndarray 
     tau = float(as_temperatures(temperature, 1, torch.device("cpu"))[0])
     target = np.exp(pll / tau - np.logaddexp.reduce(pll / tau))
     if law is None:
-        law = stationary_law(glauber_kernel(model, temperature))
+        law = stationary(kernel(model, temperature, logits=ell))
     return tv(law, target)
