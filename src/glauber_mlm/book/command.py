@@ -243,9 +243,10 @@ def _verify(args) -> int:
     root = (args.root or default_root()).resolve()
     differences = verify(root, args.notebooks or NOTEBOOKS, args.only, args.scratch, args.rtol, args.atol)
     if differences:
-        print(f"error: {len(differences)} table(s) differ from the published ones:\n  " + "\n  ".join(differences), file=sys.stderr)
+        print(f"error: {len(differences)} file(s) differ from the published ones or are missing or extra:\n  "
+              + "\n  ".join(differences), file=sys.stderr)
         return 1
-    print("every published table was reproduced")
+    print("every published file was reproduced (tables, result.json, checks.csv; figures by presence)")
     return 0
 
 
