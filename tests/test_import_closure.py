@@ -83,15 +83,17 @@ def test_the_closure_follows_absolute_relative_and_function_level_imports_and_le
     "import importlib\nname = 'glauber_mlm.stats'\nimportlib.import_module(name)\n",
     "from glauber_mlm import x\n__import__(x)\n",
     "from glauber_mlm.no_such_module import thing\n",
+    "from glauber_mlm.measures import broken\n",
 ])
 def test_an_import_that_cannot_be_resolved_keys_on_the_whole_package(tmp_path, source):
-    library = make_package(tmp_path)
+    library = make_package(tmp_path, {**PACKAGE, "measures/broken.py": "def f(:\n"})
     src = tmp_path / "nb.py"
     src.write_text(source)
     assert closure.closure(src, library) is None
     files, resolved = cache.library_files(src, library)
     assert not resolved
-    assert names(library, files) == {rel for rel in PACKAGE if not rel.startswith("book/") and rel != "cli.py"}
+    assert names(library, files) == {rel for rel in PACKAGE if not rel.startswith("book/") and rel != "cli.py"} | {
+        "measures/broken.py"}
 
 
 def test_a_literal_dynamic_import_is_followed(tmp_path):

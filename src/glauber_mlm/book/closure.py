@@ -10,7 +10,8 @@ import x` adds `a/x.py` when `x` is a submodule.
 The runner (`RUNNER`: `book/`, `cli.py`) is left out, as it decides what runs, not what it computes (the
 notebooks' plan cell imports `glauber_mlm.book.plan`, which only counts work); its imports are not followed.
 Where an import cannot be resolved statically — a `glauber_mlm` module with no file, `importlib.import_module` or
-`__import__` of a name that is not a literal — `closure` returns None and the caller keys on the whole package.
+`__import__` of a name that is not a literal, a module that does not parse — `closure` returns None and the caller
+keys on the whole package.
 """
 from __future__ import annotations
 
@@ -118,6 +119,6 @@ def closure(source: Path, library: Path) -> list[Path] | None:
             tree = ast.parse(path.read_text(), filename=str(path))
             todo += [f for parts, names in imported(tree, _package_of(library, path))
                      for f in _files_of(library, parts, names)]
-    except Unresolved:
+    except (Unresolved, SyntaxError, UnicodeDecodeError):  # a module Python cannot parse fails in the kernel, named
         return None
     return sorted(seen)
