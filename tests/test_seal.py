@@ -157,7 +157,7 @@ def example(tmp_path, monkeypatch) -> tuple[Path, dict, Path]:
 def test_a_file_named_by_the_environment_is_a_cache_input_by_content(example, tmp_path, monkeypatch):
     src, params, results = example
     unset = cache.inputs(src, params, results)
-    assert cache.input_files() == {contract.MS_MARCO: "unset"}
+    assert cache.input_file_digests() == {contract.MS_MARCO: "unset"}
     passages = tmp_path / "ms_marco.jsonl"
     passages.write_text('{"passage": "one"}\n')
     monkeypatch.setenv(contract.MS_MARCO, str(passages))

@@ -4,7 +4,8 @@ Everything both sides must agree on lives here, and only here:
 
 - the environment the runner gives a notebook's kernel (`RUN_ID`, `RESULTS`, `CHECKPOINTS`), read through
   `run_id`, `results_folder` and `checkpoints_folder`, and the two a user may set (`CACHE`, `MS_MARCO`), read through
-  `download_cache` and `ms_marco_file`: the library reads the environment nowhere else;
+  `download_cache`, `ms_marco_file` and (for the cache key) `input_files`: the library reads the environment
+  nowhere else;
 - the forward dtypes a notebook's `dtype` parameter accepts (`FORWARD_DTYPES`; None: the device's default,
   `hf.forward_dtype`). The dtype is an ordinary notebook parameter: `book --dtype` passes it like `--scale`;
 - the provenance a finished run writes beside its tables (`PROVENANCE`, its keys `REQUIRED`, `write_provenance`)
@@ -99,6 +100,12 @@ def ms_marco_file() -> Path | None:
     """The local MS MARCO copy the user named in `$GLAUBER_MLM_MS_MARCO`; None: read it from the hub."""
     local = os.environ.get(MS_MARCO)
     return Path(local) if local else None
+
+
+def input_files() -> dict[str, Path | None]:
+    """{variable: the file it names, None when it is unset} for each variable of `INPUT_FILES`."""
+    return {variable: Path(os.environ[variable]).expanduser() if os.environ.get(variable) else None
+            for variable in INPUT_FILES}
 
 
 def write_provenance(folder: Path, info: dict) -> Path:

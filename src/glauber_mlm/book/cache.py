@@ -27,10 +27,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from pathlib import Path
 
-from ..contract import INPUT_FILES, MalformedFile, read_provenance, read_rules, upstream
+from ..contract import MalformedFile, input_files, read_provenance, read_rules, upstream
 from .closure import closure, is_runner
 from .errors import BookError
 from .parameters import MODEL_KEYS, REPO, _default_profile, declared_profiles
@@ -67,18 +66,13 @@ def library_digest(src: Path, library: Path | None = None) -> str:
     return _tree(library_files(src, library)[0], library)
 
 
-def input_files() -> dict[str, str]:
+def input_file_digests() -> dict[str, str]:
     """{variable: the sha256 of the file it names} for each of `contract.INPUT_FILES`: "unset" when the variable is
     not set, "missing: PATH" when its file does not exist (the run will say so)."""
     from ..build.data import cached_sha256
 
-    found = {}
-    for variable in INPUT_FILES:
-        value = os.environ.get(variable)
-        path = Path(value).expanduser() if value else None
-        found[variable] = ("unset" if path is None else cached_sha256(path) if path.is_file()
-                           else f"missing: {path}")
-    return found
+    return {variable: "unset" if path is None else cached_sha256(path) if path.is_file() else f"missing: {path}"
+            for variable, path in input_files().items()}
 
 
 def rules_digest(name: str) -> str:
@@ -131,7 +125,7 @@ def inputs(src: Path, params: dict, results: Path) -> dict[str, str]:
         "parameters": _sha(json.dumps(shown, sort_keys=True, default=str).encode()),
         "library": library_digest(src),
         "data": _sha(MANIFEST.read_bytes()) if MANIFEST.is_file() else "none",
-        "files": _sha(json.dumps(input_files(), sort_keys=True).encode()),
+        "files": _sha(json.dumps(input_file_digests(), sort_keys=True).encode()),
         "rules": rules_digest(Path(src).stem),
         "models": models_digest(src, params),
         "upstream": upstream_digest(Path(src).stem, results),
@@ -140,9 +134,9 @@ def inputs(src: Path, params: dict, results: Path) -> dict[str, str]:
 
 def provenance(src: Path, parts: dict[str, str]) -> dict:
     """What the runner adds to a run's provenance.json: the cache key's `parts`, the external files by content
-    (`input_files`), and how many library modules the page's key covers (or that it covers the whole package)."""
+    (`input_file_digests`), and how many library modules the page's key covers (or that it covers the whole package)."""
     files, resolved = library_files(src)
-    return {"inputs": parts, "input_files": input_files(),
+    return {"inputs": parts, "input_files": input_file_digests(),
             "library_modules": len(files) if resolved else f"the whole package ({len(files)} modules)"}
 
 
