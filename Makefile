@@ -22,9 +22,10 @@ test: $(PY)
 	$(PY) -m pytest -q -n auto --dist loadgroup
 
 # executes notebooks/*.py with papermill into book/notebooks/ (only those whose code, parameters, data or models
-# changed; FORCE=1: all; DTYPE=float32|bfloat16: in that dtype), then jupyter-book build -W (see README)
+# changed; FORCE=1: all; DTYPE=float32|bfloat16: in that dtype), then jupyter-book build -W (see README); a PROFILE
+# other than cpu or a MODEL builds in _build/runs/PROFILE-MODEL/ instead, unless PUBLISH=1
 book: $(PY)
-	.venv/bin/glauber-mlm book --profile $(PROFILE) $(if $(MODEL),--model $(MODEL)) $(if $(FORCE),--force) $(if $(DTYPE),--dtype $(DTYPE))
+	.venv/bin/glauber-mlm book --profile $(PROFILE) $(if $(MODEL),--model $(MODEL)) $(if $(FORCE),--force) $(if $(DTYPE),--dtype $(DTYPE)) $(if $(PUBLISH),--publish)
 
 # re-executes every published notebook in a scratch folder and compares its tables with the committed ones
 verify: $(PY)

@@ -1,8 +1,8 @@
 """`glauber-mlm run`, `book`, `verify` and `plan`: execute notebooks with papermill into the Jupyter Book, build it,
 check that it reproduces, and say beforehand what a run will cost.
 
-    glauber-mlm run NAME [--profile P] [--model M] [--scale S] [-p KEY VALUE ...] [--root DIR] [--wait]
-    glauber-mlm book [--profile cpu] [--model M] [--scale S] [--only NAME ...] [--no-execute] [--force] [--workers N] [--root DIR] [--wait]
+    glauber-mlm run NAME [--profile P] [--model M] [--scale S] [-p KEY VALUE ...] [--root DIR | --publish] [--wait]
+    glauber-mlm book [--profile cpu] [--model M] [--scale S] [--only NAME ...] [--no-execute] [--force] [--workers N] [--root DIR | --publish] [--wait]
     glauber-mlm verify [--only NAME ...]
     glauber-mlm plan [--profile P] [--model M] [--scale S] [--only NAME ...] [--calibrate | --throughput R | --tflops T]
 
@@ -44,6 +44,9 @@ pairs, chains, contexts …) by S, rounded up and never below a stated least val
 of the profile, so `book --profile paper --scale 0.01` takes the paper run's code path (hub models, MS MARCO,
 its grids) in minutes. Its pages, provenance and result boxes say "dry run at scale S"; S is a parameter, so
 it is part of the cache key.
+
+A profile other than the book's own (`cpu`) or a `--model` is a try, not a publication: without `--root` or
+`--publish` it executes and builds in the scratch root `_build/runs/PROFILE-MODEL/` (see `command`) and says so.
 
 `--root DIR` executes and builds somewhere else than the repository (the tests use a temporary
 folder): `_config.yml`, `_toc.yml`, the prose pages `book/*.md` and the model card are copied

@@ -5,11 +5,16 @@ whose inputs changed (see `cache`; `--force` re-executes all, `--dtype` those bu
 where and in which dtype each reused page was built (see `reuse`); each executes in `<root>/_build/staging/NAME/`
 and is published only when it finished (see `publish`). `book --workers N` or `--scheduler ADDRESS` executes
 them as Dask tasks (see `fanout`) instead of one after the other; the rest of `book` is the same.
+
+Trying is not publishing: a `run` or `book` with a profile other than the book's own (`BOOK_PROFILE`) or with
+`--model` writes to a scratch root, `<root>/_build/runs/PROFILE-MODEL/` (`scratch_root`), and says where; the
+published pages in `<root>/book/notebooks/` are untouched unless `--publish` is given. `--root DIR` writes to DIR.
 """
 from __future__ import annotations
 
 import argparse
 import functools
+import re
 import signal
 import sys
 import time
@@ -29,9 +34,49 @@ def staging_dir(root: Path) -> Path:
     return Path(root) / "_build" / "staging"
 
 
+BOOK_PROFILE = "cpu"  # the profile of the published book (`book`'s default): a run of another is a try
+
+
 def default_root() -> Path:
     cwd = Path.cwd()
     return cwd if (cwd / "_config.yml").exists() and (cwd / "notebooks").is_dir() else REPO
+
+
+def model_label(model: str | None) -> str:
+    """A model as a folder name: the last part of its hub name or path ('roberta-base', 'my-model'); 'default' for
+    the profile's own."""
+    if model is None:
+        return "default"
+    last = re.split(r"[/\\]", str(model).rstrip("/\\"))[-1]
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", last).strip("._") or "model"
+
+
+def scratch_root(root: Path, profile: str, model: str | None) -> Path:
+    """Where a try (`is_try`) writes its book: `<root>/_build/runs/PROFILE-MODEL/`."""
+    return Path(root) / "_build" / "runs" / f"{profile}-{model_label(model)}"
+
+
+def is_try(args) -> bool:
+    """Whether `run`/`book` is trying rather than publishing: a profile other than `BOOK_PROFILE`, or `--model`."""
+    return (args.profile is not None and args.profile != BOOK_PROFILE) or args.model is not None
+
+
+def target_root(args) -> Path:
+    """The root `run`/`book` writes to: `--root`; else, for a try without `--publish`, its `scratch_root`; else the
+    book's own root (`default_root`)."""
+    if args.root is not None:
+        return Path(args.root)
+    if is_try(args) and not args.publish:
+        return scratch_root(default_root(), args.profile or BOOK_PROFILE, args.model)
+    return default_root()
+
+
+def say_where(args, root: Path) -> None:
+    """Tell a try where it writes, and how to publish instead (nothing for a run that publishes)."""
+    if args.root is None and is_try(args) and not args.publish:
+        what = f"profile {args.profile or BOOK_PROFILE}" + (f", model {args.model}" if args.model else "")
+        print(f"trying, not publishing ({what}): writing to {root}; the published pages in "
+              f"{default_root() / 'book' / 'notebooks'} are untouched (--publish replaces them)", flush=True)
 
 
 def _parser(command: str) -> argparse.ArgumentParser:
@@ -54,7 +99,7 @@ def _parser(command: str) -> argparse.ArgumentParser:
                        help="execute the notebooks as Dask tasks on an existing cluster, e.g. tcp://host:8786 (workers with --nthreads 1)")
         p.add_argument("--gpus-per-task", type=int, metavar="K",
                        help="GPUs each Dask task asks for (Dask resource GPU) [1 on a local cluster when CUDA is available, else 0]")
-    p.add_argument("--profile", default="cpu" if command == "book" else None,
+    p.add_argument("--profile", default=BOOK_PROFILE if command == "book" else None,
                    help="smoke (tests) | cpu (embedded model, offline) | paper (GPU, hub models)" + (" [cpu]" if command == "book" else " [the notebook's default]"))
     p.add_argument("--model", help="a hub name or local folder for every notebook (default: the profile's model)")
     p.add_argument("--scale", type=float, metavar="S",
@@ -64,7 +109,11 @@ def _parser(command: str) -> argparse.ArgumentParser:
                    help="the chains' forward dtype in every notebook, a parameter like --scale (pages built without it "
                         "re-execute) [bf16 where the device runs it natively, else fp32]; float32 on a machine with "
                         "native bf16 rebuilds an fp32 book")
-    p.add_argument("--root", type=Path, help="where book/notebooks and _build go [the repository]")
+    p.add_argument("--root", type=Path, help="where book/notebooks and _build go [the repository; for a profile other "
+                   f"than {BOOK_PROFILE} or a --model: the scratch root _build/runs/PROFILE-MODEL/]")
+    p.add_argument("--publish", action="store_true",
+                   help=f"with a profile other than {BOOK_PROFILE} or a --model, replace the published pages in "
+                        "book/notebooks/ instead of writing to the scratch root")
     p.add_argument("--notebooks", type=Path, default=None, help=f"where the notebooks' .py files are [{NOTEBOOKS}]")
     p.add_argument("--wait", action="store_true",
                    help="when another process is executing the same notebook (or building the book), wait for it "
@@ -98,7 +147,8 @@ def _common_parameters(args) -> dict:
 
 
 def _run(args) -> int:
-    root = prepare_root(args.root or default_root())
+    root = prepare_root(target_root(args))
+    say_where(args, root)
     nb_dir = args.notebooks or NOTEBOOKS
     name = notebook_source(args.name, nb_dir).stem
     params = _common_parameters(args)
@@ -201,7 +251,8 @@ def _fan_out(args, root: Path, nb_dir: Path, names: list[str], params: dict) -> 
 
 def _book(args) -> int:
     fans_out = _fans_out(args)
-    root = prepare_root(args.root or default_root())
+    root = prepare_root(target_root(args))
+    say_where(args, root)
     # one build at a time: a second would rewrite the execution page and _build/html under the first
     with lock.held(lock.lock_dir(staging_dir(root)) / "book.lock", f"the book in {root}", args.wait):
         return _build(args, root, fans_out)
@@ -267,7 +318,7 @@ def _stopped(command: str, args, terminated: bool) -> str:
     how = "SIGTERM" if terminated else "Ctrl-C"
     if command == "verify":
         return f"verify stopped by {how}; nothing was published: rerun the same command to verify again."
-    checkpoints = staging_dir(Path(args.root or default_root()).resolve()).parent / "checkpoints"
+    checkpoints = staging_dir(target_root(args).resolve()).parent / "checkpoints"
     if checkpoints.is_dir() and any(p.is_file() for p in checkpoints.rglob("*")):
         return (f"{command} stopped by {how}: every page published before is kept and the chains computed so far are "
                 f"saved in {checkpoints}, so rerunning the same command resumes from them.")
