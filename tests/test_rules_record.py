@@ -1,5 +1,5 @@
-"""The rules record (notebooks/rules.json, shown on the pre-registration page): a notebook's checks, or its paper
-profile, cannot change without a new dated entry."""
+"""The rules record (notebooks/rules.json, shown on the rules page, book/preregistration.md): a notebook's checks,
+or its paper profile, cannot change without a new dated entry."""
 import hashlib
 import json
 import re
@@ -39,6 +39,8 @@ def test_entries_are_dated_in_order_and_say_what_changed():
         dates = [e["date"] for e in entries]
         assert all(re.fullmatch(r"\d{4}-\d{2}-\d{2}", d) for d in dates) and dates == sorted(dates)
         assert all(e["change"].strip() and isinstance(e["builds_committed"], bool) for e in entries)
+        outcomes = [e[k] for e in entries for k in ("outcome_before", "outcome_after") if k in e]
+        assert all(isinstance(o, str) and o.strip() for o in outcomes), f"{name}: an outcome is a non-empty sentence"
 
 
 def test_a_changed_threshold_changes_the_hash_and_a_changed_figure_does_not():

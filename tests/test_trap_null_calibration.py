@@ -40,7 +40,7 @@ def test_the_trap_criterion_passes_on_two_wells_and_fails_without_wells():
     rates = np.full(8, 0.08)
     cal, panel = planted.trap_criterion_calibration(rates, 1000, 10, 100, [0.5, 0.9, 0.99], 0.9, 256, replicates=30)
     assert cal.power >= 0.9 and cal.size <= 0.15 and panel.power >= 0.9 and panel.size <= 0.15
-    assert cal.decisive == (cal.power >= 0.8 and cal.size <= 0.1)
+    assert cal.decisive == (cal.false_pass_upper <= 0.1 and cal.false_fail_upper <= 0.2)  # issue 36's rule
 
 
 def test_bootstrap_ci_draws_as_one_call_per_resample():

@@ -1,5 +1,5 @@
-"""The result box: checks that decide only where calibrated, the verdict rule on known cases, and what
-`Run.conclude` writes (result.json, checks.csv)."""
+"""The result box: checks that decide only where the error their outcome risks is bounded, the verdict rule on
+known cases (it rests on the core checks), and what `Run.conclude` writes (result.json, checks.csv)."""
 import json
 
 import numpy as np
@@ -10,56 +10,70 @@ from glauber_mlm.pages.checks import COLUMNS, Calibration, Check, calibrate, sma
 from glauber_mlm.pages.run import Run
 from glauber_mlm.pages.verdict import box_markdown, judge
 
-STRONG, WEAK = Calibration(0.95, 0.02, 40, "planted"), Calibration(0.6, 0.3, 40, "planted")
+# 40 of 40 planted truths pass, 0 of 40 planted nulls: both one-sided 95 % bounds are 1 − 0.05^(1/40) = 0.072
+STRONG, WEAK = Calibration.from_counts(40, 40, 0, 40, "planted"), Calibration(0.6, 0.3, 40, "planted")
 
 
-def check(passes, calibration=STRONG, core=True, name="c"):
-    return Check(name, "s", "t", "v", passes, calibration, core=core)
+def check(passes, calibration=STRONG, core=True, name="c", to_decide=""):
+    return Check(name, "s", "t", "v", passes, calibration, core=core, to_decide=to_decide)
 
 
 @pytest.mark.parametrize("passes, calibration, outcome", [
     (True, STRONG, "pass"), (False, STRONG, "fail"),
-    (True, WEAK, "inconclusive"), (False, WEAK, "inconclusive"),       # underpowered or oversized: no decision
+    (True, WEAK, "inconclusive"), (False, WEAK, "inconclusive"),       # both errors too likely: no decision
     (True, None, "inconclusive"), (None, STRONG, "inconclusive"),      # not calibrated; not computable
-    (True, Calibration(0.8, 0.1, 10, "edge"), "pass"),                # the thresholds are inclusive
-    (True, Calibration(0.79, 0.0, 10, "edge"), "inconclusive"), (True, Calibration(1.0, 0.11, 10, "edge"), "inconclusive"),
+    # a pass is charged only its false-pass rate, a fail only its false-fail rate
+    (True, Calibration.from_counts(10, 40, 0, 30, "weak power, small size"), "pass"),
+    (False, Calibration.from_counts(10, 40, 0, 30, "weak power, small size"), "inconclusive"),
+    (False, Calibration.from_counts(40, 40, 20, 40, "full power, large size"), "fail"),
+    (True, Calibration.from_counts(40, 40, 20, 40, "full power, large size"), "inconclusive"),
 ])
-def test_a_check_decides_only_with_power_and_size(passes, calibration, outcome):
+def test_a_check_decides_only_where_the_error_its_outcome_risks_is_bounded(passes, calibration, outcome):
     assert check(passes, calibration).outcome == outcome
 
 
 @pytest.mark.parametrize("checks, question, word", [
     ([check(True), check(True)], "paper", "reproduced"),
     ([check(True), check(False)], "paper", "not reproduced"),                  # a decisive core fail
-    ([check(True), check(False, core=False)], "paper", "inconclusive at this scale"),  # a side check fails
+    ([check(True), check(False, core=False)], "paper", "reproduced"),          # a side check never blocks
+    ([check(False), check(True, core=False)], "paper", "not reproduced"),      # nor grants
+    ([check(True), check(False, None)], "paper", "reproduced"),                # nor does an uncalibrated one
     ([check(True), check(True, WEAK)], "paper", "inconclusive at this scale"),  # a weak pass does not count
     ([check(None), check(False, WEAK)], "paper", "inconclusive at this scale"),
+    ([check(True, core=False)], "paper", "inconclusive at this scale"),        # no core check: nothing decides
     ([check(True)], "book", "passes"), ([check(False)], "book", "fails"),
     ([check(True, None)], "book", "inconclusive at this scale"),
 ])
 def test_verdict_rule(checks, question, word):
     v = judge(checks, question)
     assert v.word == word
-    outcomes = [c.outcome for c in checks]
-    assert (v.passed, v.failed, v.inconclusive) == tuple(outcomes.count(o) for o in ("pass", "fail", "inconclusive"))
+    core = [c.outcome for c in checks if c.core and c.calibration is not None]
+    assert (v.passed, v.failed, v.inconclusive) == tuple(core.count(o) for o in ("pass", "fail", "inconclusive"))
+    assert v.beside == len(checks) - len(core)
 
 
-def test_the_reason_names_the_first_open_check_and_why():
+def test_a_page_without_core_checks_says_so():
+    assert judge([check(True, core=False)]).reason == "the page states no core check, so nothing decides its verdict"
+    assert judge([check(True, None)]).reason == "the page has no calibrated core check, so nothing decides its verdict"
+
+
+def test_the_reason_names_the_first_open_core_check_and_the_bound_that_is_too_wide():
     v = judge([check(True, name="a"), check(True, WEAK, name="b"), check(None, name="c")])
-    assert "1 of 3 checks pass decisively" in v.reason and "“b” is inconclusive: power 0.60 < 0.8, size 0.30 > 0.1" in v.reason
+    assert v.reason.startswith("1 of 3 core checks pass decisively; “b” is inconclusive: rule says pass, but the "
+                               "false-pass rate's one-sided 95 % upper bound is 0.44 (12 of 40 null replicates passed)")
     assert "(and 1 more)" in v.reason
 
 
-def test_the_reason_names_an_open_core_check_before_an_open_side_check():
+def test_an_open_side_check_is_not_named_by_the_reason():
     v = judge([check(True, WEAK, core=False, name="side"), check(False, WEAK, name="core")])
-    assert "“core” is inconclusive" in v.reason and "(and 1 more)" in v.reason
+    assert "“core” is inconclusive" in v.reason and "“side”" not in v.reason and "more" not in v.reason
 
 
 @pytest.mark.parametrize("checks, deciding", [
     ([check(True, name="a"), check(False, name="b"), check(False, name="c")], "b"),     # the first decisive core fail
     ([check(True, core=False, name="side"), check(True, name="core")], "core"),        # all pass: the first core check
     ([check(True, name="a"), check(False, WEAK, core=False, name="s"), check(None, name="c")], "c"),  # open core first
-    ([check(True, name="a"), check(False, core=False, name="s")], "s"),                # only a side check is open
+    ([check(True, name="a"), check(False, core=False, name="s")], "a"),                # a side fail is beside
 ])
 def test_the_verdict_rests_on_the_check_its_reason_names(checks, deciding):
     v = judge(checks)
@@ -67,11 +81,25 @@ def test_the_verdict_rests_on_the_check_its_reason_names(checks, deciding):
     assert v.word == "reproduced" or f"{deciding}" in v.reason
 
 
-def test_the_box_says_what_the_rule_says_for_an_inconclusive_check():
-    checks = [check(False, WEAK, name="weak fail"), check(True, WEAK, core=False, name="weak side pass")]
+def test_the_box_says_which_bound_is_too_wide_and_what_would_decide_it():
+    checks = [check(False, WEAK, name="weak fail", to_decide="96 pairs (40 min on this machine)"),
+              check(True, WEAK, core=False, name="weak side pass"), check(True, name="strong")]
     text = box_markdown("claim", "build", {}, checks, judge(checks))
-    assert "| weak fail | v | t | 0.60 / 0.30 | inconclusive: the rule says fail, but power 0.60 < 0.8, size 0.30 > 0.1 |" in text
-    assert "inconclusive: the rule says pass, but power 0.60 < 0.8, size 0.30 > 0.1 (side check) |" in text
+    assert ("| weak fail | v | t | ≤ 0.44 (12 of 40) / ≤ 0.54 (16 of 40) | inconclusive: rule says fail, but the "
+            "false-fail rate's one-sided 95 % upper bound is 0.54 (16 of 40 truth replicates did not pass); at its "
+            "observed rate (0.40) no number of replicates would bound it at 0.20: the design must change |") in text
+    assert "(12 of 40 null replicates passed); at its observed rate (0.30) no number" in text
+    assert "the design must change (side check, beside the verdict) |" in text
+    assert "| strong | v | t | ≤ 0.07 (0 of 40) / ≤ 0.07 (0 of 40) | pass |" in text
+    assert "**What would decide it.**\n\n- “weak fail”: 96 pairs (40 min on this machine)\n" in text
+    assert "“weak side pass”:" not in text                                  # only core checks are listed
+
+
+def test_the_box_names_the_replicates_where_the_check_names_no_design():
+    weak = Calibration.from_counts(10, 10, 0, 10, "ten replicates")
+    text = box_markdown("claim", "build", {}, [check(True, weak, name="few")], judge([check(True, weak)]))
+    assert ("- “few”: rule says pass, but the false-pass rate's one-sided 95 % upper bound is 0.26 (0 of 10 null "
+            "replicates passed); 29 null replicates would bound it at 0.10") in text
 
 
 @pytest.mark.parametrize("checks", [[], [{"a": True}], ["yes"]])
@@ -98,6 +126,9 @@ def test_smallest_decisive_names_the_cheapest_decisive_design():
     designs = {"12 pairs": WEAK, "24 pairs": STRONG, "48 pairs": STRONG}
     assert smallest_decisive(designs).startswith("decisive at 24 pairs")
     assert smallest_decisive({"12 pairs": WEAK}).startswith("not decisive up to 12 pairs")
+    small_size = Calibration.from_counts(10, 40, 0, 30, "weak power, small size")
+    assert smallest_decisive({"12 pairs": small_size, "24 pairs": STRONG}, passes=True).startswith("decisive at 12")
+    assert smallest_decisive({"12 pairs": small_size, "24 pairs": STRONG}, passes=False).startswith("decisive at 24")
 
 
 def test_box_lists_claim_numbers_and_every_check_with_its_calibration():
@@ -105,9 +136,11 @@ def test_box_lists_claim_numbers_and_every_check_with_its_calibration():
     text = box_markdown("the claim", "cpu build", {"fraction": "0.9 [0.8, 1.0]"}, checks, judge(checks),
                         not_shown="beyond this model", paper="0.95 on BERT-base")
     assert "**The claim.** the claim\n\n**What the paper reports.** 0.95 on BERT-base\n\n**This build.**" in text
-    assert text.startswith("**Verdict: inconclusive at this scale.** 1 of 2 checks pass decisively")
-    assert "| fraction | 0.9 [0.8, 1.0] |" in text and "| fraction above one half | v | t | 0.95 / 0.02 | pass |" in text
-    assert "| a \\| pipe |" in text and "not calibrated" in text and "**What this build does not show.** beyond" in text
+    assert text.startswith("**Verdict: reproduced.** all 1 core checks pass decisively")
+    assert "| fraction | 0.9 [0.8, 1.0] |" in text
+    assert "| fraction above one half | v | t | ≤ 0.07 (0 of 40) / ≤ 0.07 (0 of 40) | pass |" in text
+    assert ("| a \\| pipe | v | t | not calibrated | inconclusive: not computable at this scale (beside the verdict) |"
+            in text and "**What this build does not show.** beyond" in text)
 
 
 def test_conclude_saves_result_json_and_checks_csv(tmp_path):
@@ -116,12 +149,17 @@ def test_conclude_saves_result_json_and_checks_csv(tmp_path):
                  paper="x = 1.2 on BERT")
     saved = json.loads((tmp_path / "out" / "result.json").read_text())
     assert saved["paper"] == "x = 1.2 on BERT"
-    assert saved["deciding"] == dict(check="x < 2", value="v", outcome="fail", core=True, reason="decisive",
-                                     power=0.95, size=0.02)
-    assert saved["verdict"] == "not reproduced" and saved["reason"] == "a decisive check fails: x < 2"
+    bound = 1 - 0.05 ** (1 / 40)
+    assert saved["deciding"] == pytest.approx(dict(
+        check="x < 2", value="v", outcome="fail", core=True, reason="fail: false-fail bound ≤ 0.20", power=1.0,
+        size=0.0, false_pass_upper=bound, false_fail_upper=bound, to_decide=""))
+    assert saved["verdict"] == "not reproduced" and saved["reason"] == "a core check fails decisively: x < 2"
     assert saved["checks"] == {"x > 0": "pass", "x < 2": "fail"} and "smoke" in saved["build"]
     csv = pd.read_csv(tmp_path / "out" / "checks.csv")
-    assert list(csv.columns) == COLUMNS and csv.outcome.tolist() == ["pass", "fail"] and csv.power.tolist() == [0.95, 0.95]
+    assert list(csv.columns) == COLUMNS and csv.outcome.tolist() == ["pass", "fail"] and csv.power.tolist() == [1.0, 1.0]
+    assert csv.decided_by.tolist() == ["pass: false-pass bound ≤ 0.10", "fail: false-fail bound ≤ 0.20"]
+    assert csv.truth_replicates.tolist() == csv.null_replicates.tolist() == [40, 40]
+    assert csv.false_pass_upper.tolist() == pytest.approx([bound, bound]) == csv.false_fail_upper.tolist()
     assert table([check(True, None)]).calibrated_on.tolist() == ["not calibrated"]
 
 

@@ -10,6 +10,7 @@ model runs in after any fallback. Tables go to CSV, figures to PNG, and `run.fin
 (`contract.write_provenance`: model, profile, parameters, device, the dtype asked for and the one the models ran
 in, machine and CPU class, versions, commit, wall time, and the run id that ties it to its executed page).
 `run.conclude(claim, key_numbers, checks)` makes the page's result box and checks.csv (see `verdict.py`, `checks.py`).
+`run.rules_history()`, in a page's last cell, shows how its rules came to be (`history.py`).
 `run.upstream_table(NAME, TABLE)` reads another notebook's published table (a read `contract.READS` declares) only
 when its provenance matches this run's model, profile, scale and forward dtype.
 
@@ -69,11 +70,13 @@ def machine() -> str:
 
 
 def _deciding(check) -> dict:
-    """The check a verdict rests on, for result.json: its sentence, value, outcome, why it does not decide (if so), power
-    and size (None: uncalibrated)."""
+    """The check a verdict rests on, for result.json: its sentence, value, outcome, the rule that decided it or why it
+    does not decide, power and size, and their one-sided 95 % upper error bounds (None: uncalibrated)."""
     c = check.calibration
     return dict(check=check.check, value=check.value, outcome=check.outcome, core=check.core, reason=check.reason,
-                power=float(c.power) if c else None, size=float(c.size) if c else None)
+                power=float(c.power) if c else None, size=float(c.size) if c else None,
+                false_pass_upper=float(c.false_pass_upper) if c else None,
+                false_fail_upper=float(c.false_fail_upper) if c else None, to_decide=check.to_decide)
 
 
 def _finite_positive(v) -> bool:
@@ -322,9 +325,9 @@ class Run:
         verdict = judge(checks, question)
         text = box_markdown(claim, self.build(), key_numbers, checks, verdict, dry_run=self.dry_run, not_shown=not_shown,
                             paper=paper)
-        history = self.rules_history()
-        if history:
-            text += f"\n\n*Rules record:* {history}"
+        rules = self.rules_in_force()
+        if rules:
+            text += f"\n\n*Rules:* {rules}"
         self.save_table(table(checks), "checks")
         (self.out / "result.json").write_text(json.dumps(dict(
             notebook=self.name, verdict=self.dry_run or verdict.word, checks_verdict=verdict.word,
@@ -340,23 +343,28 @@ class Run:
         else:
             glue("result", Markdown(text), display=False)
 
-    def rules_history(self) -> str:
-        """When this page's checks last changed, from the rules record (notebooks/rules.json, see
-        `checks.rules_record`), and whether its checks cell still matches that entry; "" outside the repository."""
-        from .checks import rules_hash, rules_record
-
+    def _source(self) -> Path | None:
+        """This page's notebook source in the repository, None outside it."""
         source = REPO / "notebooks" / f"{self.name}.py"
-        if not source.is_file():
-            return ""
-        record, current = rules_record(self.name), rules_hash(source.read_text())
-        if not record or record[-1].get("hash") != current:
-            return (f"these checks (rules hash {current}) have no dated entry in `notebooks/rules.json`: they changed "
-                    "after the last registered rules.")
-        last = record[-1]
-        earlier = "builds under earlier rules were committed" if any(e.get("builds_committed") for e in record[:-1]) \
-            else "no build under earlier rules was committed"
-        return (f"checks last changed on {last['date']} (rules hash {current}): {last['change']}; {earlier} "
-                "(the whole record is on the pre-registration page).")
+        return source if source.is_file() else None
+
+    def rules_in_force(self) -> str:
+        """For the result box: since when this page's rules hold (`history.rules_in_force`); "" outside the repository."""
+        from .checks import rules_hash
+        from .history import rules_in_force
+
+        source = self._source()
+        return rules_in_force(self.name, rules_hash(source.read_text())) if source else ""
+
+    def rules_history(self) -> None:
+        """Show the section "How these rules came to be" (`history.rules_history`): the call a page makes in its last
+        cell. Outside the repository it shows nothing."""
+        from IPython.display import Markdown, display
+
+        from .history import rules_history
+
+        if self._source():
+            display(Markdown(rules_history(self.name)))
 
     def finish(self) -> dict:
         """Write provenance.json (the page printed it already in its set-up cell; the execution page lists it too)."""

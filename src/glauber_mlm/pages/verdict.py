@@ -1,16 +1,21 @@
-"""The result box of a page: the paper's claim, this build, its key numbers and a verdict from its decisive checks.
+"""The result box of a page: the paper's claim, this build, its key numbers and a verdict from its core checks.
 
-A page states its checks before it runs (`checks.Check`: a rule, its value here, and its power and size on
-planted truths at this design). Only a decisive check (power ≥ 0.8, size ≤ 0.1) passes or fails; the verdict
-follows from the outcomes, never from a reading of the figures:
+A page states its checks before it runs (`checks.Check`: a rule, its value here, and its error rates on planted
+truths and nulls at this design). Each outcome is charged its own error, with its binomial uncertainty: a check
+passes decisively when its rule says pass and the one-sided 95 % upper bound of its false-pass rate (size) is
+≤ 0.10, and fails decisively when its rule says fail and the one-sided 95 % upper bound of its false-fail rate
+(1 − power) is ≤ 0.20 (`checks.Calibration.decides`). The verdict rests on the page's **core**, calibrated checks
+only, never on a reading of the figures; side checks (core=False) and uncalibrated checks are shown beside it and
+neither block nor grant it:
 
-    reproduced                    every check passes decisively
-    not reproduced                a decisive check of the claim's core fails
-    inconclusive at this scale    otherwise (some check is inconclusive, or only a side check fails)
+    reproduced                    every core check passes decisively
+    not reproduced                a core check fails decisively
+    inconclusive at this scale    otherwise (a core check is inconclusive, or the page has no calibrated core check)
 
 The book's own questions (00: do the tools recover known answers; 06: does a diagnostic agree with coupling) are
 not claims of the paper: their words are "passes", "fails" and "inconclusive at this scale" (`question="book"`).
-Every verdict comes with a one-line reason.
+Every verdict comes with a one-line reason, and the box says, for each inconclusive core check, what would decide
+it (the check's `to_decide` and the replicates its bound needs).
 
 A dry run (the profile's budgets scaled down, `Run(..., scale=S)` with S < 1) is no result: its box opens with
 "Dry run at scale S" and its checks are shown only as a test that the code path computes them.
@@ -22,29 +27,39 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .checks import FAIL, INCONCLUSIVE, PASS, POWER_MIN, SIZE_MAX, Check
+from .checks import FAIL, FALSE_FAIL_MAX, FALSE_PASS_MAX, INCONCLUSIVE, PASS, Check
 
 WORDS = {"paper": ("reproduced", "not reproduced", "inconclusive at this scale"),
          "book": ("passes", "fails", "inconclusive at this scale")}
-RULE = (f"a check decides only where its power on a planted truth is ≥ {POWER_MIN} and its size on a planted null "
-        f"≤ {SIZE_MAX}, at this page's design; the verdict is positive when every check passes decisively, negative "
-        "when a decisive check of the claim's core fails, and inconclusive otherwise")
+RULE = (f"a check passes decisively when its rule says pass and the one-sided 95 % upper bound of its false-pass "
+        f"rate on a planted null is ≤ {FALSE_PASS_MAX:.2f}, and fails decisively when its rule says fail and the "
+        f"one-sided 95 % upper bound of its false-fail rate on a planted truth is ≤ {FALSE_FAIL_MAX:.2f}, at this "
+        "page's design; the verdict rests on the core checks: positive when every core check passes decisively, "
+        "negative when one fails decisively, inconclusive otherwise; side and uncalibrated checks are shown beside it")
 
 
 @dataclass(frozen=True)
 class Verdict:
     word: str
     reason: str                   # one line: why this word
-    passed: int                   # decisive passes
-    failed: int                   # decisive fails
-    inconclusive: int
+    passed: int                   # core checks that pass decisively
+    failed: int                   # core checks that fail decisively
+    inconclusive: int             # core checks that do not decide
     deciding: Check               # the check the word rests on: the failing core check, the first open one, or (all
                                   # pass) the first core check
+    beside: int = 0               # side and uncalibrated checks, shown beside the verdict
 
     @property
     def summary(self) -> str:
         total = self.passed + self.failed + self.inconclusive
-        return f"{self.passed} of {total} checks pass decisively, {self.failed} fail, {self.inconclusive} inconclusive"
+        side = f"; {self.beside} side or uncalibrated checks beside" if self.beside else ""
+        return (f"{self.passed} of {total} core checks pass decisively, {self.failed} fail, "
+                f"{self.inconclusive} inconclusive{side}")
+
+
+def verdict_checks(checks: list[Check]) -> list[Check]:
+    """The checks a verdict rests on: the core checks with a calibration (side and uncalibrated ones are shown beside)."""
+    return [c for c in checks if c.core and c.calibration is not None]
 
 
 def judge(checks: list[Check], question: str = "paper") -> Verdict:
@@ -55,33 +70,63 @@ def judge(checks: list[Check], question: str = "paper") -> Verdict:
         raise ValueError("a verdict needs at least one Check (glauber_mlm.pages.checks.Check): name what the page tests "
                          "before it runs.")
     yes, no, unsure = WORDS[question]
-    outcomes = [c.outcome for c in checks]
-    passed, failed, inconclusive = (outcomes.count(o) for o in (PASS, FAIL, INCONCLUSIVE))
-    core_fails = [c for c in checks if c.core and c.outcome == FAIL]
-    if core_fails:
-        word, reason, deciding = no, f"a decisive check fails: {core_fails[0].check}", core_fails[0]
-    elif passed == len(checks):
-        word, reason = yes, f"all {len(checks)} checks pass decisively"
+    core = verdict_checks(checks)
+    passed, failed, inconclusive = ([c.outcome for c in core].count(o) for o in (PASS, FAIL, INCONCLUSIVE))
+    fails = [c for c in core if c.outcome == FAIL]
+    if not core:
+        why = "states no core check" if not any(c.core for c in checks) else "has no calibrated core check"
+        word, reason = unsure, f"the page {why}, so nothing decides its verdict"
         deciding = next((c for c in checks if c.core), checks[0])
+    elif fails:
+        word, reason, deciding = no, f"a core check fails decisively: {fails[0].check}", fails[0]
+    elif passed == len(core):
+        word, reason, deciding = yes, f"all {len(core)} core checks pass decisively", core[0]
     else:
-        open_ = [c for c in checks if c.outcome != PASS]
-        first = next((c for c in open_ if c.core), open_[0])  # a core check decides the claim: name it first
+        open_ = [c for c in core if c.outcome != PASS]
         more = f" (and {len(open_) - 1} more)" if len(open_) > 1 else ""
-        state = "fails (a side check)" if first.outcome == FAIL else f"is inconclusive: {first.reason}"
-        reason = f"{passed} of {len(checks)} checks pass decisively; “{first.check}” {state}{more}"
-        word, deciding = unsure, first
-    return Verdict(word, reason, passed, failed, inconclusive, deciding)
+        word, deciding = unsure, open_[0]
+        reason = (f"{passed} of {len(core)} core checks pass decisively; “{deciding.check}” is inconclusive: "
+                  f"{deciding.reason}{more}")
+    return Verdict(word, reason, passed, failed, inconclusive, deciding, beside=len(checks) - len(core))
 
 
 def _cell(text: str) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
+def _bounds(check: Check) -> str:
+    """'≤ 0.10 (0 of 30) / ≤ 0.14 (2 of 40)': each error rate's one-sided 95 % upper bound and its count."""
+    c = check.calibration
+    if c is None:
+        return "not calibrated"
+    fails = None if c.truth_passes is None else c.replicates - c.truth_passes
+    return " / ".join("unknown" if k is None else f"≤ {bound:.2f} ({k} of {n})" for bound, k, n in
+                      ((c.false_pass_upper, c.null_passes, c.null_replicates), (c.false_fail_upper, fails, c.replicates)))
+
+
+def _outcome(check: Check) -> str:
+    """The outcome cell: pass, **fail**, or 'inconclusive: <why>'; a check the verdict does not rest on says so."""
+    text = {PASS: "pass", FAIL: "**fail**", INCONCLUSIVE: f"inconclusive: {check.reason}"}[check.outcome]
+    if not check.core:
+        return f"{text} (side check, beside the verdict)"
+    return text if check.calibration is not None else f"{text} (beside the verdict)"
+
+
+def _to_decide(core: list[Check]) -> list[str]:
+    """'What would decide it': for each inconclusive core check, the design its page names (`Check.to_decide`),
+    else the replicates its bound needs."""
+    open_ = [c for c in core if c.outcome == INCONCLUSIVE]
+    if not open_:
+        return []
+    return ["", "**What would decide it.**", ""] + [f"- “{_cell(c.check)}”: {_cell(c.to_decide or c.reason)}"
+                                                    for c in open_]
+
+
 def box_markdown(claim: str, build: str, numbers: dict[str, str], checks: list[Check], verdict: Verdict,
                  dry_run: str | None = None, not_shown: str = "", paper: str = "") -> str:
     """The box as MyST Markdown: verdict line and reason, claim, what the paper reports, build, key numbers, the
-    checks with their power and size, and what this build does not show. `dry_run` ("dry run at scale S") replaces
-    the verdict line."""
+    checks with their error bounds, what would decide each inconclusive core check, and what this build does not
+    show. `dry_run` ("dry run at scale S") replaces the verdict line."""
     headline = (f"**Verdict: {dry_run}, not a result** (budgets scaled down; at this scale: {verdict.word}, "
                 f"{verdict.summary})." if dry_run else f"**Verdict: {verdict.word}.** {verdict.reason}.")
     lines = [headline, "",
@@ -91,15 +136,11 @@ def box_markdown(claim: str, build: str, numbers: dict[str, str], checks: list[C
     lines += [f"**This build.** {build}", "",
              "| this run | value |", "| --- | --- |"]
     lines += [f"| {_cell(k)} | {_cell(v)} |" for k, v in numbers.items()]
-    lines += ["", "| check, stated before the run | value | rule | power / size | outcome |",
-              "| --- | --- | --- | --- | --- |"]
-    for c in checks:
-        cal = f"{c.calibration.power:.2f} / {c.calibration.size:.2f}" if c.calibration else "not calibrated"
-        says = {True: "the rule says pass", False: "the rule says fail", None: "not computable"}[c.passes]
-        outcome = {PASS: "pass", FAIL: "**fail**",
-                   INCONCLUSIVE: f"inconclusive: {says}" + ("" if c.passes is None else f", but {c.reason}")}[c.outcome]
-        outcome += "" if c.core else " (side check)"
-        lines.append(f"| {_cell(c.check)} | {_cell(c.value)} | {_cell(c.threshold)} | {cal} | {_cell(outcome)} |")
+    lines += ["", "| check, stated before the run | value | rule | false pass / false fail (one-sided 95 % bound) "
+              "| outcome |", "| --- | --- | --- | --- | --- |"]
+    lines += [f"| {_cell(c.check)} | {_cell(c.value)} | {_cell(c.threshold)} | {_bounds(c)} | {_cell(_outcome(c))} |"
+              for c in checks]
+    lines += _to_decide(verdict_checks(checks))
     if not_shown:
         lines += ["", f"**What this build does not show.** {not_shown}"]
     lines += ["", f"*Rule:* {RULE}. Each check's calibration and what would make it decisive: `checks.csv`."]

@@ -1,0 +1,79 @@
+"""How a page's rules came to be: its entries in the rules record (notebooks/rules.json), for the page's end and
+for its result box.
+
+The record holds, per notebook, one dated entry each time its checks (the cell calling `run.conclude`, hashed by
+`checks.rules_hash`) or its `paper` profile changed, oldest first:
+
+    date               YYYY-MM-DD, the day the change was made
+    change             what changed, in words
+    hash, paper        the rules hash and the paper-profile hash after the change (null before the record began)
+    builds_committed   whether a build under this entry's rules was committed
+    outcome_before     optional: the page's outcome under the earlier rules, as seen when the change was made
+    outcome_after      optional: the page's outcome under the new rules, from the first build under them
+
+The outcome fields are rendered only where an entry records them: an outcome that was not written down is shown
+as "not recorded", never reconstructed. The result box names only the rules in force and the date they were
+fixed (`rules_in_force`); the whole history goes to the section the page shows at its end (`rules_history`).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from .checks import rules_record
+
+
+def _cell(text: object) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def fixed_on(entries: list[dict], current_hash: str) -> str | None:
+    """The date the rules in force (`current_hash`) were fixed: the first of the record's last entries that carry
+    that hash (a later entry with the same hash changed the design, not the rules); None when the last entry's hash
+    is another (the checks changed without a dated entry) or there is no entry."""
+    if not entries or entries[-1].get("hash") != current_hash:
+        return None
+    first = len(entries) - 1
+    while first > 0 and entries[first - 1].get("hash") == current_hash:
+        first -= 1
+    return entries[first]["date"]
+
+
+def rules_in_force(name: str, current_hash: str, record_path: str | Path | None = None) -> str:
+    """One sentence for the result box: since when the rules in force hold, or that they have no dated entry."""
+    date = fixed_on(rules_record(name, record_path), current_hash)
+    if date is None:
+        return (f"these checks (rules hash {current_hash}) have no dated entry in `notebooks/rules.json`: they changed "
+                "after the last registered rules.")
+    return (f"in force since {date} (rules hash {current_hash}); every earlier rule, dated, is in "
+            "`notebooks/rules.json`, shown on the rules page and under “How these rules came to be”.")
+
+
+def _outcomes(entry: dict) -> str:
+    before, after = entry.get("outcome_before"), entry.get("outcome_after")
+    if before is None and after is None:
+        return "not recorded"
+    return f"{before or 'not recorded'} → {after or 'not recorded'}"
+
+
+def rules_history(name: str, record_path: str | Path | None = None) -> str:
+    """Markdown for the section "How these rules came to be": every entry of notebook `name` in the rules record,
+    oldest first, with its date, whether builds under the earlier rules had been committed when it was made, and
+    the page's outcome before and after it where the entry records them. A ValueError when `name` has no entry."""
+    entries = rules_record(name, record_path)
+    if not entries:
+        raise ValueError(f"{name} has no entry in notebooks/rules.json: add one (date, change, hash, paper, "
+                         "builds_committed) before the page shows its history.")
+    seen = sum(bool(e.get("builds_committed")) for e in entries[:-1])
+    changes = len(entries) - 1
+    lines = ["## How these rules came to be", "",
+             f"This page's checks and its `paper` design changed {changes} times after its first entry in the rules "
+             f"record (`notebooks/rules.json`); {seen} of these changes were made after a build under the earlier "
+             "rules had been committed, that is after its outcome had been seen. The last entry holds the rules in "
+             "force. An outcome is shown only where the record wrote it down at the time.", "",
+             "| date | what changed | after a committed build | outcome before → after | rules hash |",
+             "| --- | --- | --- | --- | --- |"]
+    for i, e in enumerate(entries):
+        after_build = "–" if i == 0 else ("yes" if entries[i - 1].get("builds_committed") else "no")
+        lines.append(f"| {e['date']} | {_cell(e['change'])} | {after_build} | {_cell(_outcomes(e))} | "
+                     f"{_cell(e.get('hash') or '–')} |")
+    return "\n".join(lines)
