@@ -44,8 +44,8 @@ def rules_in_force(name: str, current_hash: str, record_path: str | Path | None 
     if date is None:
         return (f"these checks (rules hash {current_hash}) have no dated entry in `notebooks/rules.json`: they changed "
                 "after the last registered rules.")
-    return (f"in force since {date} (rules hash {current_hash}); every earlier rule, dated, is in "
-            "`notebooks/rules.json`, shown on the rules page and under “How these rules came to be”.")
+    return (f"in force since {date} (rules hash {current_hash}); every earlier rule, dated, with whether a build "
+            "under it had been seen: `notebooks/rules.json`, shown on the rules page.")
 
 
 def _outcomes(entry: dict) -> str:
