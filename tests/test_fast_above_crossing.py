@@ -28,7 +28,7 @@ def test_the_ising_chain_is_fast_at_high_and_slow_at_low_temperature():
 
 def test_the_calibration_separates_fast_from_slow_and_can_fail():
     cells = [(4, 8, 500), (8, 8, 500), (16, 8, 500)]
-    cal = fast_cells_calibration(cells, replicates=20, seed=1)
+    cal = fast_cells_calibration(cells, replicates=30, seed=1)  # 0 of 30 nulls bound the size at 0.095 (issue 36)
     assert cal.power >= 0.8 and cal.size <= 0.1 and cal.decisive
     assert "n = 16 (8 pairs, budget 500)" in cal.calibrated_on
     # a "slow" law whose median is half the budget is fast in truth: the rule passes it, so the size can be large
