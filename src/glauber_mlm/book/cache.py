@@ -33,7 +33,7 @@ from ..contract import MalformedFile, input_files, read_provenance, read_rules, 
 from .closure import closure, is_runner
 from .errors import BookError
 from .parameters import MODEL_KEYS, REPO, _default_profile, declared_profiles
-from .publish import problems
+from .publish import problems, stamp
 
 LIBRARY = REPO / "src" / "glauber_mlm"
 MANIFEST = REPO / "data" / "MANIFEST.json"
@@ -152,9 +152,8 @@ def stale_reason(src: Path, params: dict, published: Path) -> str | None:
     found = problems(published)
     if found:
         return "; ".join(found)
-    stamp = json.loads(published.read_text()).get("metadata", {}).get("glauber_mlm", {})
-    if "inputs" not in stamp:
+    stamped = stamp(published).get("inputs")
+    if not isinstance(stamped, dict):
         return "executed before the cache existed"
-    changed = [name for name, digest in inputs(src, params, published.parent).items()
-               if stamp["inputs"].get(name) != digest]
+    changed = [name for name, digest in inputs(src, params, published.parent).items() if stamped.get(name) != digest]
     return f"changed: {', '.join(changed)}" if changed else None
