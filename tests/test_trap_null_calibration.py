@@ -109,3 +109,61 @@ def test_smaller_steps_alone_pass_the_criterion_and_the_calibration_says_so():
     cal, _ = planted.trap_criterion_calibration(rates, 1000, 10, 100, [0.9], 0.9, 256, replicates=20,
                                                 chain_step=0.5, null_step=1.0)
     assert cal.size >= 0.8 and not cal.decisive
+
+
+def test_the_sign_randomised_null_has_the_chains_steps_at_their_times():
+    """The matched null (issue 36): each chain's own record-to-record increments with random signs, so its edit times
+    and step lengths are the chain's exactly, whatever the chain's step size (planted chains stepping 0.5 and 1.3)."""
+    rng = np.random.default_rng(6)
+    x, rec = planted.well_trajectories(rng, [0.05, 0.2], 600, 10, wells=True, dim=8, jitter=0.5)
+    y, _ = planted.well_trajectories(rng, [0.1], 600, 10, wells=False, dim=8, jitter=1.3)
+    emb = np.concatenate([x, y], 1)
+    walks = semantic.sign_randomised_walks(emb, copies=3, seed=1)
+    assert walks.shape == (len(rec), 9, 8) and np.allclose(walks[0], np.tile(emb[0], (3, 1)))
+    own = np.linalg.norm(np.diff(emb, axis=0), axis=-1)
+    for c in range(3):
+        assert np.allclose(np.linalg.norm(np.diff(walks[:, 3 * c:3 * c + 3], axis=0), axis=-1), own)
+    assert not np.allclose(walks[:, :3], emb)                    # the directions are not the chain's
+
+
+def test_span_coordinates_and_the_compiled_scan_keep_the_detector_exact():
+    rng = np.random.default_rng(7)
+    x, rec = planted.well_trajectories(rng, [0.05, 0.1, 0.3], 800, 10, wells=True, dim=40)
+    radii = [0.6, 0.9, 1.4]
+    ref = semantic.time_trapped_at(x, rec, radii, 50, 800)
+    assert np.array_equal(planted.trapped_fractions(x, rec, radii, 50, 800), ref)
+    z = planted.span_coordinates(x)
+    assert z.shape[2] <= min(len(rec) - 1, 40) and np.allclose(planted.trapped_fractions(z, rec, radii, 50, 800), ref)
+    w = semantic.sign_randomised_walks(x, 1, seed=3)
+    zw = semantic.sign_randomised_walks(z, 1, seed=3)            # the same signs in the span: the same distances
+    assert np.allclose(planted.trapped_fractions(zw, rec, radii, 50, 800),
+                       semantic.time_trapped_at(w, rec, radii, 50, 800))
+
+
+def test_signflip_p_is_exact():
+    assert planted.signflip_p([0.5] * 8) == pytest.approx(1 / 256)
+    assert planted.signflip_p([-0.5] * 4) == 1.0
+    assert planted.signflip_p([0.0, 0.0]) == 1.0                 # no evidence: every pattern ties
+
+
+def test_the_matched_null_rule_passes_planted_traps_and_fails_a_matched_walk_at_the_calibrated_rates():
+    """Calibrated at a design like the page's (8 chains at its rates, steps 0.85 jitters), then run on fresh planted
+    data: the rule passes two-well chains and a structureless walk stepping as they do at the rates it states."""
+    rates = np.array([0.0665, 0.0375, 0.0485, 0.0645, 0.122, 0.0755, 0.06, 0.085])
+    levels = [0.5, 0.9, 0.99]
+    rng = np.random.default_rng(8)
+    radii = semantic.calibrated_thresholds(np.linalg.norm(planted.jitter_draws(rng, 256, 16), axis=-1), levels)
+    walk, rec = planted.well_trajectories(rng, rates, 2000, 10, wells=False, dim=16, jitter=0.85)
+    cal, panel = planted.trap_null_calibration(walk, rec, radii, rates, 10, 100, 2000, 1, 0.85, 256, levels,
+                                               replicates=40, copies=4)
+    assert cal.power >= 0.9 and cal.size <= 0.1 and panel.power >= 0.9 and panel.size <= 0.1
+
+    def passes(x):
+        _, rank = planted.trap_null_scores(x, rec, radii, 100, 2000, 4, seed=int(rng.integers(2**31)))
+        return planted.signflip_p(rank[1] - 0.5) < 0.05
+
+    trapped = np.mean([passes(planted.well_trajectories(rng, rates, 2000, 10, True, 16, jitter=0.85)[0])
+                       for _ in range(20)])
+    free = np.mean([passes(planted.well_trajectories(rng, rates, 2000, 10, False, 16, jitter=0.85)[0])
+                    for _ in range(20)])
+    assert trapped >= cal.power - 0.2 and free <= cal.size + 0.15

@@ -168,28 +168,33 @@ def ar1_phi_for_ess(ess: float, chains: int, draws: int) -> float:
 
 
 def rhat_agreement_calibration(chains: int, draws: int, phi: float, threshold: float, replicates: int = 200,
-                               spread: float = 1.0, seed: int = 0):
-    """Power and size of notebook 06's rule "R̂ ≥ h on the slow cell and < h on the fast one" at its design.
+                               spread: float = 1.0, fast_cells: int = 1, slow_cells: int = 1, seed: int = 0):
+    """Power and size of notebook 06's rule "R̂ ≥ h on every slow cell and < h on every fast one" at its design:
+    `slow_cells` slow and `fast_cells` fast cells (the page's temperatures on either side of the coupling boundary),
+    each of `chains` chains × `draws` draws.
 
-    Planted truth: a fast cell of stationary AR(1) chains and a slow cell of the same chains, each shifted by its
-    own offset (sd `spread` marginal sds: chains that remember their start). Planted null: both cells
-    stationary, so R̂ has nothing to find and the rule passes only by a false alarm on one and none on the other."""
+    Planted truth: fast cells of stationary AR(1) chains and slow cells of the same chains, each shifted by its
+    own offset (sd `spread` marginal sds: chains that remember their start). Planted null: every cell stationary, so
+    R̂ has nothing to find and the rule passes only by a false alarm on every slow cell and none on a fast one."""
     from .checks import calibrate
     from ..diagnostics import convergence
 
     def rhat(x: np.ndarray) -> float:
         return float(convergence({"x": x}).rhat.iloc[0])
 
-    def rule(cells: tuple[np.ndarray, np.ndarray]) -> bool:
+    def rule(cells: tuple[list, list]) -> bool:
         fast, slow = cells
-        return rhat(slow) >= threshold and rhat(fast) < threshold
+        return all(rhat(x) >= threshold for x in slow) and all(rhat(x) < threshold for x in fast)
 
-    return calibrate(rule,
-                     truth=lambda rng: (ar1_chains(rng, chains, draws, phi), ar1_chains(rng, chains, draws, phi, spread)),
-                     null=lambda rng: (ar1_chains(rng, chains, draws, phi), ar1_chains(rng, chains, draws, phi)),
+    def cells(rng, slow_spread: float):
+        return ([ar1_chains(rng, chains, draws, phi) for _ in range(fast_cells)],
+                [ar1_chains(rng, chains, draws, phi, slow_spread) for _ in range(slow_cells)])
+
+    return calibrate(rule, truth=lambda rng: cells(rng, spread), null=lambda rng: cells(rng, 0.0),
                      replicates=replicates, seed=seed,
-                     calibrated_on=(f"AR(1) chains (φ = {phi:.2f}, {chains} × {draws} draws): slow cell offset by "
-                                    f"{spread:g} sd / both cells stationary"))
+                     calibrated_on=(f"AR(1) chains (φ = {phi:.2f}, {chains} × {draws} draws), {slow_cells} slow and "
+                                    f"{fast_cells} fast cell{'s' if fast_cells != 1 else ''}: slow cells offset by "
+                                    f"{spread:g} sd / every cell stationary"))
 
 
 def certification_calibration(length: int, logit_std: float, contexts: int, per_passage: int, top_k: int,
@@ -573,6 +578,147 @@ def trap_criterion_calibration(rates, steps: int, record_every: int, min_dwell: 
     return tuple(calibrate(rule, lambda rng: lower_bounds(rng, True), lambda rng: lower_bounds(rng, False), replicates,
                            on, seed=seed)
                  for rule in (lambda lows: bool(lows[k] > 0), lambda lows: bool((lows > 0).sum() > len(levels) / 2)))
+
+
+def span_coordinates(emb: np.ndarray) -> np.ndarray:
+    """Each chain's trajectory e_t − e_0 in an orthonormal basis of the span of its own increments (zeros padded to
+    the largest rank): every distance between points of a chain, and between points of any walk made of its increments
+    with any signs, is kept exactly, in fewer dimensions than the embedder's (the trap scan's cost is per dimension).
+    emb (R, B, d) → (R, B, k), k ≤ min(R − 1, d)."""
+    emb = np.asarray(emb, dtype=float)
+    steps = np.diff(emb, axis=0)                                                     # (R−1, B, d)
+    bases = []
+    for b in range(emb.shape[1]):
+        u, sv, vt = np.linalg.svd(steps[:, b], full_matrices=False)
+        bases.append(vt[sv > sv.max(initial=0.0) * 1e-10] if sv.size else vt[:0])
+    k = max(1, max(len(v) for v in bases))
+    out = np.zeros((emb.shape[0], emb.shape[1], k))
+    for b, v in enumerate(bases):
+        out[:, b, :len(v)] = (emb[:, b] - emb[0, b]) @ v.T
+    return out
+
+
+def trap_null_scores(emb: np.ndarray, steps, radii, min_dwell: int, total_steps: int, copies: int = 4,
+                     seed: int = 0, project: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """Notebook 03's statistics at every radius, each chain against `copies` sign-randomised walks of its own
+    increments (`semantic.sign_randomised_walks`, the matched null): (difference, rank), each (len(radii), B).
+    difference: the chain's time trapped minus its walks' mean; rank: the chain's mid-rank among itself and its walks,
+    in [0, 1] (#walks trapped less + ½ #ties, over `copies`). A walk with independent symmetric increments is
+    unchanged in law by the signs, so there the chain and its walks are exchangeable and the rank is symmetric about ½.
+    emb (R, B, d); `project`: scan in each chain's own span (`span_coordinates`, exact)."""
+    from ..measures.semantic import sign_randomised_walks
+
+    emb = span_coordinates(emb) if project else np.asarray(emb, dtype=float)
+    B, nr = emb.shape[1], len(np.atleast_1d(radii))
+    walks = sign_randomised_walks(emb, copies, seed=seed)
+    frac = trapped_fractions(np.concatenate([emb, walks], 1), steps, radii, min_dwell, total_steps)  # (radii, B + c·B)
+    own, null = frac[:, :B], frac[:, B:].reshape(nr, copies, B)
+    rank = ((null < own[:, None]).sum(1) + 0.5 * (null == own[:, None]).sum(1)) / copies
+    return own - null.mean(1), rank
+
+
+def signflip_p(centred) -> float:
+    """One-sided p-value of the sign-flip test over independent units: P(Σ ε_b |x_b| ≥ Σ x_b) over independent fair
+    signs ε, exact (every sign pattern) up to 16 units, else 2¹⁶ random patterns. Valid when each x_b is symmetric
+    about zero under the null (notebook 03: a chain's mid-rank among its sign-randomised walks, minus ½)."""
+    x = np.asarray(centred, dtype=float).ravel()
+    if x.size == 0:
+        return float("nan")
+    if x.size <= 16:
+        eps = 1 - 2 * ((np.arange(2 ** x.size)[:, None] >> np.arange(x.size)) & 1)
+    else:
+        eps = np.random.default_rng(0).choice([-1, 1], size=(2 ** 16, x.size))
+    return float(np.mean(eps @ np.abs(x) >= x.sum() - 1e-12))
+
+
+def _trapped_dwell(emb, steps, r2, min_dwell):  # compiled by numba on first use (`trapped_fractions`)
+    T, L, k = emb.shape
+    out = np.zeros(L)
+    total = np.empty(k)
+    for lane in range(L):
+        s = 0
+        while s < T:
+            e = s
+            for j in range(k):
+                total[j] = emb[s, lane, j]
+            count = 1.0
+            while e + 1 < T:
+                d2 = 0.0
+                for j in range(k):
+                    g = emb[e + 1, lane, j] - total[j] / count
+                    d2 += g * g
+                if d2 > r2[lane]:
+                    break
+                e += 1
+                for j in range(k):
+                    total[j] += emb[e, lane, j]
+                count += 1.0
+            dwell = steps[e] - steps[s]
+            if dwell >= min_dwell and e > s:
+                out[lane] += dwell
+                s = e + 1
+            else:
+                s += 1
+    return out
+
+
+_DWELL_KERNEL = []
+
+
+def trapped_fractions(emb: np.ndarray, steps, radii, min_dwell: int, total_steps: int) -> np.ndarray:
+    """`semantic.time_trapped_at` (the page's trap detector, the same scan record by record) compiled with numba, for
+    the many replicates of notebook 03's calibration: emb (T, B, d) → (len(radii), B) fractions of each run trapped."""
+    import numba
+
+    if not _DWELL_KERNEL:
+        _DWELL_KERNEL.append(numba.njit(cache=False)(_trapped_dwell))
+    emb = np.ascontiguousarray(emb, dtype=float)
+    radii = np.asarray(radii, dtype=float).ravel()
+    T, B, _ = emb.shape
+    lanes = np.ascontiguousarray(np.tile(emb, (1, radii.size, 1)))
+    dwell = _DWELL_KERNEL[0](lanes, np.asarray(steps, dtype=np.int64), np.repeat(radii, B) ** 2, int(min_dwell))
+    return dwell.reshape(radii.size, B) / total_steps
+
+
+def trap_null_calibration(emb: np.ndarray, steps, radii, rates, record_every: int, min_dwell: int, total_steps: int,
+                          level_index: int, chain_step: float, jitter_sample: int, levels, replicates: int = 200,
+                          copies: int = 4, dim: int = 16, alpha: float = 0.05, seed: int = 0):
+    """Power and size of notebook 03's trap criterion against its matched null (each chain against sign-randomised
+    walks of its own increments): returns (criterion Calibration, panel Calibration).
+
+    Size, on the run's own steps: a structureless walk made of the chains' own record-to-record increments, each with
+    a random sign (`semantic.sign_randomised_walks` of `emb`, the page's embeddings (R, B, d)), is scored by the
+    page's rule at the page's `radii` against its own sign-randomised copies; its edit rate, edit times and step
+    lengths are the chains', so whatever it passes is the rule's false-pass rate on this run's steps. Power: planted
+    two-well trajectories at the chains' change `rates` (`well_trajectories`, one edit stepping `chain_step` × the
+    planted one-token jitter, the radii re-calibrated in each replicate as the `levels` quantiles of `jitter_sample`
+    planted jitters), scored the same way. The rule (`trap_null_scores`, `signflip_p`): the one-sided sign-flip test
+    over chains of each chain's mid-rank among its walks, p < `alpha`, at radius `levels[level_index]` (criterion) and
+    at more than half of the radii (panel)."""
+    from .checks import calibrate
+    from ..measures.semantic import calibrated_thresholds, sign_randomised_walks
+
+    emb, radii, rates = span_coordinates(emb), np.asarray(radii, float), np.asarray(rates, float)
+    levels = [float(q) for q in levels]
+
+    def lows(rng: np.random.Generator, x: np.ndarray, rec, rr) -> np.ndarray:  # the rule's p-value at every radius
+        _, rank = trap_null_scores(x, rec, rr, min_dwell, total_steps, copies, seed=int(rng.integers(2**31)),
+                                   project=False)
+        return np.array([signflip_p(row - 0.5) for row in rank])
+
+    def truth(rng):
+        rr = calibrated_thresholds(np.linalg.norm(jitter_draws(rng, jitter_sample, dim), axis=-1), levels)
+        x, rec = well_trajectories(rng, rates, total_steps, record_every, True, dim, jitter=chain_step)
+        return lows(rng, x, rec, rr)
+
+    def null(rng):
+        return lows(rng, sign_randomised_walks(emb, 1, seed=int(rng.integers(2**31))), np.asarray(steps), radii)
+
+    on = (f"size: the run's own {emb.shape[1]} chains' increments with random signs (a structureless walk at their "
+          f"edit rate and step lengths); power: planted two-well trajectories at their change rates, steps "
+          f"{chain_step:.2f} × the one-token jitter; each against {copies} sign-randomised walks of itself")
+    return tuple(calibrate(rule, truth, null, replicates, on, seed=seed)
+                 for rule in (lambda p: bool(p[level_index] < alpha), lambda p: bool((p < alpha).sum() > len(levels) / 2)))
 
 
 def arrhenius_escapes(rng: np.random.Generator, temperatures, chains: int, starts: int, reach_steps: int,
