@@ -124,6 +124,13 @@ def test_dobrushin_matrix_of_the_ising_chain():
         assert np.allclose(alpha, truth, atol=1e-6)
         assert exact.total_influence(alpha) == pytest.approx(math.tanh(J / tau), abs=1e-6)
     assert np.abs(exact.dobrushin_matrix(independent(3, 3), 1.0)).max() < 1e-7
+    # the bound holds on the chain it is about: t_mix ≤ n log(n/ε) / (1 − α) where α < 1
+    for tau in (1.0, 3.0):
+        alpha = exact.total_influence(exact.dobrushin_matrix(model, tau))
+        bound = exact.dobrushin_bound(n, alpha)
+        assert bound == pytest.approx(n * math.log(4 * n) / (1 - math.tanh(J / tau)), rel=1e-5)
+        assert exact.mixing_time(exact.kernel(model, tau)) <= bound
+    assert exact.dobrushin_bound(n, 1.0) == math.inf
 
 
 def test_rectangles_match_the_closed_form_and_vanish_on_compatible_models():

@@ -21,8 +21,8 @@ from scipy.sparse.linalg import eigs, splu
 
 from .scan_order import _size, all_states, tv
 
-__all__ = ["Incompatibility", "SpectralGap", "conditional_table", "distance_curve", "dobrushin_matrix", "greedy_basin",
-           "incompatibility", "kernel", "logit_table", "mean_escape_time", "mixing_time", "pll_target_tv",
+__all__ = ["Incompatibility", "SpectralGap", "conditional_table", "distance_curve", "dobrushin_bound", "dobrushin_matrix",
+           "greedy_basin", "incompatibility", "kernel", "logit_table", "mean_escape_time", "mixing_time", "pll_target_tv",
            "rectangle_ratios", "spectral_gap", "stationary", "total_influence"]
 
 
@@ -159,8 +159,8 @@ def mixing_time(P, eps: float = 0.25, start: int | None = None, pi=None, max_ste
     """t_mix(ε) = min{t : max_x TV(P^t(x, ·), π) ≤ ε}, or from the one state `start` (its index) when given.
 
     Both distances are non-increasing in t (μ ↦ μP contracts TV), so the worst start is found by doubling
-    (P, P², P⁴, … until ≤ ε) and bisection on products of the stored powers: O(S³ log t_mix); a named start by
-    iterating its law, O(S² t_mix). Refuses past `max_steps`."""
+    (P, P², P⁴, … until ≤ ε) then binary lifting on products of the stored powers: O(S³ log t_mix), dense; a named
+    start by iterating its law, O(nnz(P) · t_mix). Refuses past `max_steps`."""
     P = _check_kernel(P)
     eps = check_real("eps", eps, 0, above=True, fix="e.g. 0.25, the usual t_mix.")
     if eps >= 1:
@@ -241,6 +241,12 @@ def total_influence(alpha) -> float:
     if alpha.ndim != 2 or alpha.shape[0] != alpha.shape[1]:
         raise ValueError(f"alpha must be an (n, n) influence matrix, got shape {alpha.shape}.")
     return float(alpha.sum(1).max())
+
+
+def dobrushin_bound(n: int, alpha: float, eps: float = 0.25) -> float:
+    """Path coupling's t_mix(ε) ≤ n log(n/ε) / (1 − α) for total influence α < 1 (design notes §5); inf for α ≥ 1."""
+    n, eps = check_int("n", n, 1), check_real("eps", eps, 0, above=True, fix="e.g. 0.25.")
+    return math.inf if alpha >= 1 else n * math.log(n / eps) / (1 - alpha)
 
 
 @dataclass(frozen=True)
