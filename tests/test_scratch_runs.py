@@ -2,10 +2,12 @@
 
 `glauber-mlm run/book` with a profile other than the book's own (`cpu`) or with `--model` writes to the scratch root
 `_build/runs/PROFILE-MODEL/` and says where; the published pages in book/notebooks/ are untouched unless `--publish`
-is given; `--root DIR` writes to DIR.
+is given; `--root DIR` writes to DIR. A smoke page says "smoke test, not a result" in place of a verdict, and a page
+run on a model the book does not know says so, with a word that claims nothing of the paper's result.
 """
 from __future__ import annotations
 
+import json
 import subprocess
 from argparse import Namespace
 from pathlib import Path
@@ -14,6 +16,7 @@ import pytest
 
 from glauber_mlm.book import REPO, main as cli_main
 from glauber_mlm.book.command import BOOK_PROFILE, is_try, model_label, scratch_root, target_root
+from glauber_mlm.models.hf import EMBEDDED_MODELS
 from test_book import EXAMPLE
 
 
@@ -71,3 +74,53 @@ def test_a_smoke_run_goes_to_the_scratch_root_and_leaves_the_published_page(tmp_
     assert "trying" not in capsys.readouterr().out
     assert published.read_text() != "the committed cpu page" and (published.parent / "99_example").is_dir()
 
+
+# ---------------------------------------------------------------- what a try's page says in place of a verdict
+
+
+def _conclude(tmp_path, profile: str, **given) -> dict:
+    """result.json of a page of `profile` (its model None, as the cpu book's) with one passing, one failing check."""
+    from test_verdict import check
+
+    from glauber_mlm.pages.run import Run
+
+    profiles = {p: dict(model=None, seed=0) for p in ("smoke", "cpu")} | {"paper": dict(model="roberta-base", seed=0)}
+    run = Run("99_test", profile, profiles, tmp_path / "out", **given)
+    run.conclude("a claim", {"x": "1"}, [check(True, name="x > 0"), check(False, name="x < 2")])
+    return json.loads((tmp_path / "out" / "result.json").read_text())
+
+
+def test_a_smoke_page_says_smoke_test_not_a_result_in_place_of_a_verdict(tmp_path):
+    from test_verdict import check
+
+    from glauber_mlm.pages.verdict import box_markdown, judge
+
+    result = _conclude(tmp_path, "smoke")
+    assert result["verdict"] == "smoke test, not a result" and result["checks_verdict"] == "not reproduced"
+    checks = [check(True), check(False)]
+    box = box_markdown("claim", "build", {}, checks, judge(checks), smoke=True)
+    assert box.startswith("**Verdict: smoke test, not a result** (the smoke profile only tests the code path; its "
+                          "checks: not reproduced")  # the checks' word is shown as theirs, not as the page's verdict
+
+
+@pytest.mark.parametrize("model", ["my-model", "/somewhere/random-weights"])
+def test_a_page_run_on_a_model_the_book_does_not_know_claims_nothing_of_the_paper(tmp_path, model):
+    from test_verdict import check
+
+    from glauber_mlm.pages.verdict import box_markdown, judge
+
+    result = _conclude(tmp_path, "cpu", model=model)
+    assert result["verdict"] == f"checks on {model}: 1 pass, 1 fail" and result["unknown_models"] == [model]
+    checks = [check(True), check(True)]  # even where every check passes, no "reproduced"
+    box = box_markdown("claim", "build", {}, checks, judge(checks), unknown=(model,))
+    headline = box.split("\n")[0]
+    assert headline.startswith(f"**Verdict: checks on {model}: 2 pass, 0 fail.**") and "Verdict: reproduced" not in box
+    assert (f"Run on {model}, a model this book does not know: the checks ran, but no verdict claims the paper's "
+            "result for it.") in headline
+
+
+@pytest.mark.parametrize("profile, model", [("cpu", None), ("cpu", "minilm6-mlm"), ("paper", None),
+                                            ("cpu", "roberta-base"), ("cpu", str(EMBEDDED_MODELS / "minilm6-mlm"))])
+def test_the_book_knows_its_embedded_models_and_those_its_profiles_name(tmp_path, profile, model):
+    result = _conclude(tmp_path, profile, model=model)
+    assert result["verdict"] == "not reproduced" and result["unknown_models"] == []

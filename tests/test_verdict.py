@@ -153,7 +153,8 @@ def test_conclude_saves_result_json_and_checks_csv(tmp_path):
     assert saved["deciding"] == pytest.approx(dict(
         check="x < 2", value="v", outcome="fail", core=True, reason="fail: false-fail bound ≤ 0.20", power=1.0,
         size=0.0, false_pass_upper=bound, false_fail_upper=bound, to_decide=""))
-    assert saved["verdict"] == "not reproduced" and saved["reason"] == "a core check fails decisively: x < 2"
+    assert saved["checks_verdict"] == "not reproduced" and saved["reason"] == "a core check fails decisively: x < 2"
+    assert saved["verdict"] == "smoke test, not a result"  # a smoke run is no result (issue 34)
     assert saved["checks"] == {"x > 0": "pass", "x < 2": "fail"} and "smoke" in saved["build"]
     csv = pd.read_csv(tmp_path / "out" / "checks.csv")
     assert list(csv.columns) == COLUMNS and csv.outcome.tolist() == ["pass", "fail"] and csv.power.tolist() == [1.0, 1.0]

@@ -69,6 +69,30 @@ def machine() -> str:
     return f"{cpu_name()} ({bf16}), {torch.get_num_threads()} CPU threads"
 
 
+SMOKE_PROFILE = "smoke"  # the tests' profile: its pages say "smoke test, not a result" in place of a verdict
+
+
+def profile_models(profiles: dict[str, dict]) -> set[str]:
+    """Every model (`model`, `models`) a notebook's profiles name: models the book runs this page on."""
+    named = set()
+    for profile in profiles.values():
+        for key in ("model", "models"):
+            value = profile.get(key)
+            named.update(str(m) for m in (value if isinstance(value, (list, tuple)) else [value]) if m is not None)
+    return named
+
+
+def known_model(model, named: set[str]) -> bool:
+    """Whether the book knows `model`: the embedded default (None), an embedded model by name or folder
+    (`hf.EMBEDDED_MODELS`), or one of the page's profiles names (`named`, see `profile_models`)."""
+    from ..models.hf import EMBEDDED_MODELS
+
+    if model is None or str(model) in named or (EMBEDDED_MODELS / str(model)).is_dir():
+        return True
+    folder = Path(str(model)).expanduser()
+    return folder.is_dir() and folder.resolve().parent == EMBEDDED_MODELS.resolve()
+
+
 def _deciding(check) -> dict:
     """The check a verdict rests on, for result.json: its sentence, value, outcome, the rule that decided it or why it
     does not decide, power and size, and their one-sided 95 % upper error bounds (None: uncalibrated)."""
@@ -141,6 +165,7 @@ class Run:
         if unknown:
             raise ValueError(f"unknown parameters {sorted(unknown)} for {name}: known ones are {sorted(profiles[profile])}.")
         self.name, self.profile, self.scale = name, profile, check_scale(scale)
+        self.profile_models = profile_models(profiles)  # the models the book knows for this page (`unknown_models`)
         self.requested_dtype = contract.check_dtype_name(dtype)  # None: the device's default
         # the scale applies to the profile's budgets; an explicit parameter is taken as given
         base = scaled_profile(profiles[profile], budgets or {}, self.scale)
@@ -315,22 +340,26 @@ class Run:
         for the book's own question; `not_shown` says what this build does not show; `paper` what the paper reports
         for the claim (its value, model and scale; "" for the book's own questions), shown in the box and on the
         intro's dashboard beside this build's deciding check. A dry run's verdict is
-        "dry run at scale S" (its checks' verdict is kept as `checks_verdict`), never a result.
+        "dry run at scale S", a smoke run's "smoke test, not a result" (its checks' verdict is kept as
+        `checks_verdict`), never a result; a run on models this book does not know (`unknown_models`) says so, and
+        its word counts its checks (`verdict.shown_word`).
         """
         from IPython.display import Markdown
 
         from .checks import table
-        from .verdict import box_markdown, judge
+        from .verdict import box_markdown, judge, shown_word
 
         verdict = judge(checks, question)
+        smoke, unknown = self.profile == SMOKE_PROFILE, self.unknown_models()
         text = box_markdown(claim, self.build(), key_numbers, checks, verdict, dry_run=self.dry_run, not_shown=not_shown,
-                            paper=paper)
+                            paper=paper, smoke=smoke, unknown=unknown)
         rules = self.rules_in_force()
         if rules:
             text += f"\n\n*Rules:* {rules}"
         self.save_table(table(checks), "checks")
         (self.out / "result.json").write_text(json.dumps(dict(
-            notebook=self.name, verdict=self.dry_run or verdict.word, checks_verdict=verdict.word,
+            notebook=self.name, verdict=shown_word(verdict, self.dry_run, smoke, unknown), checks_verdict=verdict.word,
+            unknown_models=list(unknown),
             reason=verdict.reason, summary=verdict.summary, question=question, scale=self.scale, claim=claim,
             build=self.build(), numbers=key_numbers, checks={c.check: c.outcome for c in checks},
             deciding=_deciding(verdict.deciding), paper=paper, not_shown=not_shown), indent=2, ensure_ascii=False))
@@ -342,6 +371,13 @@ class Run:
             display(Markdown(text))
         else:
             glue("result", Markdown(text), display=False)
+
+    def unknown_models(self) -> tuple[str, ...]:
+        """The models this run loads that the book does not know (`known_model`), by name: a verdict claims nothing
+        of the paper's result for them."""
+        ran = self.params.get("model", self.params.get("models"))
+        ran = ran if isinstance(ran, (list, tuple)) else [ran]
+        return tuple(str(m) for m in ran if not known_model(m, self.profile_models))
 
     def _source(self) -> Path | None:
         """This page's notebook source in the repository, None outside it."""

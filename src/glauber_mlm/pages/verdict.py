@@ -19,6 +19,9 @@ it (the check's `to_decide` and the replicates its bound needs).
 
 A dry run (the profile's budgets scaled down, `Run(..., scale=S)` with S < 1) is no result: its box opens with
 "Dry run at scale S" and its checks are shown only as a test that the code path computes them.
+Nor is a smoke run (the tests' profile): its word is "smoke test, not a result". A page run on a model this book
+does not know (not an embedded model, nor one its profiles name) says so in its box, and its word counts its
+checks ("checks on MODEL: N pass, M fail") instead of claiming the paper's result for a model nobody trained.
 
 `Run.conclude` (in `run.py`) glues the box into the page (myst-nb `glue`, shown at the top of the page by a
 `{glue:md}` directive) and saves it as result.json, and the checks as checks.csv, beside the tables.
@@ -122,13 +125,50 @@ def _to_decide(core: list[Check]) -> list[str]:
                                                     for c in open_]
 
 
+SMOKE = "smoke test, not a result"  # a smoke-profile page's word: its tiny budgets only test that the code runs
+
+
+def shown_word(verdict: Verdict, dry_run: str | None = None, smoke: bool = False,
+               unknown: tuple[str, ...] = ()) -> str:
+    """The word a page carries (box, result.json, dashboard): `SMOKE` for a smoke run, "dry run at scale S" for a
+    dry run, "checks on MODEL: N pass, M fail" for models this book does not know (`unknown`), else the verdict's."""
+    if smoke:
+        return SMOKE
+    if dry_run:
+        return dry_run
+    if unknown:
+        more = f", {verdict.inconclusive} inconclusive" if verdict.inconclusive else ""
+        return f"checks on {', '.join(unknown)}: {verdict.passed} pass, {verdict.failed} fail{more}"
+    return verdict.word
+
+
+def _headline(verdict: Verdict, dry_run: str | None, smoke: bool, unknown: tuple[str, ...]) -> str:
+    """The box's first line: the verdict and its reason, or what the page is in place of one (`shown_word`); a page
+    run on models this book does not know says so."""
+    word = shown_word(verdict, dry_run, smoke, unknown)
+    if smoke:
+        line = (f"**Verdict: {word}** (the smoke profile only tests the code path; its checks: {verdict.word}, "
+                f"{verdict.summary}).")
+    elif dry_run:
+        line = (f"**Verdict: {word}, not a result** (budgets scaled down; at this scale: {verdict.word}, "
+                f"{verdict.summary}).")
+    else:
+        line = f"**Verdict: {word}.** {verdict.reason}."
+    if unknown:
+        one = len(unknown) == 1
+        line += (f" Run on {', '.join(unknown)}, {'a model' if one else 'models'} this book does not know: the checks "
+                 f"ran, but no verdict claims the paper's result for {'it' if one else 'them'}.")
+    return line
+
+
 def box_markdown(claim: str, build: str, numbers: dict[str, str], checks: list[Check], verdict: Verdict,
-                 dry_run: str | None = None, not_shown: str = "", paper: str = "") -> str:
+                 dry_run: str | None = None, not_shown: str = "", paper: str = "", smoke: bool = False,
+                 unknown: tuple[str, ...] = ()) -> str:
     """The box as MyST Markdown: verdict line and reason, claim, what the paper reports, build, key numbers, the
     checks with their error bounds, what would decide each inconclusive core check, and what this build does not
-    show. `dry_run` ("dry run at scale S") replaces the verdict line."""
-    headline = (f"**Verdict: {dry_run}, not a result** (budgets scaled down; at this scale: {verdict.word}, "
-                f"{verdict.summary})." if dry_run else f"**Verdict: {verdict.word}.** {verdict.reason}.")
+    show. `smoke` (a smoke-profile run) or `dry_run` ("dry run at scale S") replaces the verdict line, and `unknown`
+    (the models this book does not know that the page ran on) its word (`_headline`)."""
+    headline = _headline(verdict, dry_run, smoke, unknown)
     lines = [headline, "",
              f"**The claim.** {claim}", ""]
     if paper:
