@@ -38,8 +38,8 @@ DECIDED_BY = {PASS: f"pass: false-pass bound ≤ {FALSE_PASS_MAX:.2f}", FAIL: f"
 
 def upper_bound(errors: int, replicates: int, confidence: float = CONFIDENCE) -> float:
     """The one-sided upper Clopper–Pearson bound of an error rate seen `errors` times in `replicates` runs: the
-    `confidence` quantile of Beta(k + 1, n − k), so that the rate lies below it with probability ≥ `confidence`
-    (one-sided 95 % by default; 0 of n gives 1 − 0.05^(1/n)). 1 when every run erred."""
+    `confidence` quantile of Beta(k + 1, n − k), a bound that lies above the true rate in at least a share
+    `confidence` of calibrations (one-sided 95 % by default; 0 of n gives 1 − 0.05^(1/n)). 1 when every run erred."""
     if not 0 <= errors <= replicates or replicates < 1:
         raise ValueError(f"an error count must lie in [0, replicates] with replicates ≥ 1, got {errors} of {replicates}.")
     return 1.0 if errors == replicates else float(beta.ppf(confidence, errors + 1, replicates - errors))
@@ -66,7 +66,7 @@ def replicates_to_bound(rate: float, limit: float, confidence: float = CONFIDENC
 
 
 def _count(rate: float, replicates: int, what: str) -> int | None:
-    """`rate · replicates` as a whole count (None for an unknown rate, NaN); a rate that is no count of them is refused."""
+    """`rate · replicates` rounded to a whole count (None for an unknown rate, NaN); a rate outside [0, 1] is refused."""
     if math.isnan(rate):
         return None
     if not 0 <= rate <= 1:
