@@ -33,7 +33,8 @@ PASS, FAIL, INCONCLUSIVE = "pass", "fail", "inconclusive"
 COLUMNS = ["check", "statistic", "threshold", "value", "outcome", "power", "size", "calibrated_on", "replicates",
            "rule_says", "core", "to_decide", "truth_replicates", "null_replicates", "false_pass_upper",
            "false_fail_upper", "decided_by"]
-DECIDED_BY = {PASS: f"pass: false-pass bound ≤ {FALSE_PASS_MAX:.2f}", FAIL: f"fail: false-fail bound ≤ {FALSE_FAIL_MAX:.2f}"}
+DECIDED_BY = {PASS: f"pass: false-pass bound ≤ {FALSE_PASS_MAX:.2f}",
+              FAIL: f"fail: false-fail bound ≤ {FALSE_FAIL_MAX:.2f}"}
 
 
 def upper_bound(errors: int, replicates: int, confidence: float = CONFIDENCE) -> float:
@@ -41,7 +42,8 @@ def upper_bound(errors: int, replicates: int, confidence: float = CONFIDENCE) ->
     `confidence` quantile of Beta(k + 1, n − k), a bound that lies above the true rate in at least a share
     `confidence` of calibrations (one-sided 95 % by default; 0 of n gives 1 − 0.05^(1/n)). 1 when every run erred."""
     if not 0 <= errors <= replicates or replicates < 1:
-        raise ValueError(f"an error count must lie in [0, replicates] with replicates ≥ 1, got {errors} of {replicates}.")
+        raise ValueError(f"an error count must lie in [0, replicates] with replicates ≥ 1, got {errors} of "
+                         f"{replicates}.")
     return 1.0 if errors == replicates else float(beta.ppf(confidence, errors + 1, replicates - errors))
 
 
@@ -66,7 +68,8 @@ def replicates_to_bound(rate: float, limit: float, confidence: float = CONFIDENC
 
 
 def _count(rate: float, replicates: int, what: str) -> int | None:
-    """`rate · replicates` rounded to a whole count (None for an unknown rate, NaN); a rate outside [0, 1] is refused."""
+    """`rate · replicates` rounded to a whole count (None for an unknown rate, NaN); a rate outside [0, 1] is
+    refused."""
     if math.isnan(rate):
         return None
     if not 0 <= rate <= 1:
@@ -146,11 +149,13 @@ class Calibration:
     def why_not(self, passes: bool) -> str:
         """Why the answer `passes` does not decide: the bound that is too wide, its count, and the replicates that
         would narrow it at the observed rate."""
-        says, error, limit = ("pass", "false-pass", FALSE_PASS_MAX) if passes else ("fail", "false-fail", FALSE_FAIL_MAX)
+        says, error, limit = (("pass", "false-pass", FALSE_PASS_MAX) if passes else
+                              ("fail", "false-fail", FALSE_FAIL_MAX))
         planted, n = ("null", self.null_replicates) if passes else ("truth", self.replicates)
         k = self.null_passes if passes else (None if self.truth_passes is None else n - self.truth_passes)
         if k is None:
-            return f"rule says {says}, but its {error} rate is unknown (the calibration could not run its planted {planted})"
+            return (f"rule says {says}, but its {error} rate is unknown (the calibration could not run its planted "
+                    f"{planted})")
         bound, event = upper_bound(k, n), "passed" if passes else "did not pass"
         need = replicates_to_bound(k / n, limit)
         more = (f"{need} {planted} replicates would bound it at {limit:.2f}" if need else
