@@ -61,7 +61,8 @@ class Verdict:
 
 
 def verdict_checks(checks: list[Check]) -> list[Check]:
-    """The checks a verdict rests on: the core checks with a calibration (side and uncalibrated ones are shown beside)."""
+    """The checks a verdict rests on: the core checks with a calibration (side and uncalibrated ones are shown
+    beside it)."""
     return [c for c in checks if c.core and c.calibration is not None]
 
 
@@ -103,8 +104,8 @@ def _bounds(check: Check) -> str:
     if c is None:
         return "not calibrated"
     fails = None if c.truth_passes is None else c.replicates - c.truth_passes
-    return " / ".join("unknown" if k is None else f"≤ {bound:.2f} ({k} of {n})" for bound, k, n in
-                      ((c.false_pass_upper, c.null_passes, c.null_replicates), (c.false_fail_upper, fails, c.replicates)))
+    rates = ((c.false_pass_upper, c.null_passes, c.null_replicates), (c.false_fail_upper, fails, c.replicates))
+    return " / ".join("unknown" if k is None else f"≤ {bound:.2f} ({k} of {n})" for bound, k, n in rates)
 
 
 def _outcome(check: Check) -> str:
