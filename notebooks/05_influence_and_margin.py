@@ -367,7 +367,7 @@ cells["above_tau_star"] = [bool(t > floor.get(n, np.inf)) for t, n in zip(cells.
 cells["fast"] = np.isfinite(cells.median_time)  # `planted.every_cell_fast`'s per-cell rule, on the tables' medians
 cells = run.save_table(cells, "cells_above_crossing")
 tested = cells[cells.above_tau_star]
-fast_cal = (fast_cells_calibration(list(zip(tested.length, tested.pairs, tested.budget)), replicates=20,
+fast_cal = (fast_cells_calibration(list(zip(tested.length, tested.pairs, tested.budget)), replicates=40,
                                    seed=run["seed"]) if len(tested) else None)
 unmeasured = sorted(set(cells.length) - set(floor))
 scaling_note = ("" if scaling_times is not None else f" (no scaling-study cells: {scaling_source})")
@@ -775,6 +775,14 @@ glue("dwell_finding", Markdown(dwell_finding), display=False)
 
 # %%
 lowest = margin_summary.sort_values("temperature").iloc[0]
+# can this scale test the margin theorem? Its bound (V − 1)e^{−m/τ} < 1 only where m/τ > ln(V − 1)
+log_v1 = math.log(int(mlm.support.sum()) - 1)
+in_regime = int((fit_rows.margin_over_tau > log_v1).sum())
+regime_text = ("no traps" if not len(fit_rows) else
+               f"not reached: the largest m/τ is {fit_rows.margin_over_tau.max():.1f} against ln(V − 1) = {log_v1:.1f}, "
+               "so this scale cannot test the bound; the dwell fit reads a trend only" if in_regime == 0 else
+               f"{in_regime} of {len(fit_rows)} traps (largest m/τ {fit_rows.margin_over_tau.max():.1f} against "
+               f"ln(V − 1) = {log_v1:.1f})")
 run.conclude(
     claim="The theorems' conditions, measured: Dobrushin's total influence falls below 1 at high temperature "
           "(fast mixing), and at low temperature a state's dwell time grows like $e^{c\\,m/\\tau}$ with its margin "
@@ -782,7 +790,8 @@ run.conclude(
     paper="no estimate of the total influence or of the margin on the models it studies (the theorems' conditions "
           "are assumed); the slow-to-fast boundary near τ ≈ 1.5–2 on RoBERTa-base (Fig 2).",
     key_numbers={
-        **{f"n = {r.length}: crossing τ* of the pooled total influence (a lower bound on the true crossing)":
+        **{f"n = {r.length}: crossing τ* of the pooled total influence (a lower bound on the true crossing; a side "
+           "reading: the grid's highest τ makes it cross, so it cannot fail)":
            (f"{r.crossing_temperature:.2f}" if r.status == "inside the grid" else r.status)
            + "; slow-to-fast boundary of the phase diagram " + (f"{r.boundary_temperature:g}"
               if np.isfinite(r.boundary_temperature) else "not measured at this length")
@@ -793,16 +802,9 @@ run.conclude(
         "dwell–margin rate c (censored geometric fit, 95% bootstrap over chains)":
             f"{fit['slope']:.2f} [{fit['slope_low']:.2f}, {fit['slope_high']:.2f}] over {fit['count']} traps "
             f"({fit['censored']} censored)" if finite_c else f"not fitted: {fit['count']} traps",
-        "largest m/τ among the fitted traps, against ln(V − 1)":
-            f"{fit_rows.margin_over_tau.max():.1f} vs {math.log(int(mlm.support.sum()) - 1):.1f}" if len(fit_rows) else "no traps",
+        "the margin theorem's regime m/τ > ln(V − 1), among the fitted traps": regime_text,
     },
     checks=[
-        Check("the pooled total influence falls below 1 inside or below the temperature grid at every length",
-              "crossing of the pooled total influence", "passes when it crosses 1 inside or below the grid",
-              ", ".join(f"n = {r.length}: {r.status}" for r in crossing.itertuples()),
-              bool(not crossing.status.str.startswith("above").any()), None, core=False,
-              to_decide="none at this grid: a lower bound on a supremum crossing 1 is the uninformative side, and the "
-                        "grid's highest τ guarantees it"),
         Check("the theorem's prediction: every cell of notebook 02's tables above τ* at its length is fast",
               "cells above τ* whose censored median coupling time is finite (more than half the pairs met)",
               "passes when every cell above τ* is fast",

@@ -287,8 +287,9 @@ show_table(glauber_cells.rename(columns={
 #
 # **Calibration.** The rule "R̂ ≥ h on the slow cells, < h on the fast ones" runs at this design (the chains,
 # and the draws per chain that R̂ reads) on planted AR(1) chains whose autocorrelation gives the fast cells'
-# measured bulk ESS: a planted truth, where the slow cell's chains each sit 1 sd from the others (they remember
-# their start), and a planted null, where both cells are stationary (`planted.rhat_agreement_calibration`).
+# measured bulk ESS, with as many slow and fast cells as this page has: a planted truth, where each slow cell's
+# chains each sit 1 sd from the others (they remember their start), and a planted null, where every cell is
+# stationary (`planted.rhat_agreement_calibration`).
 # The same calibration at 2 and 4 times the draws says how long the chains must run for the rule to decide.
 
 # %%
@@ -304,7 +305,10 @@ agreement = {h: bool(views[f"agree_at_{h:g}"].dropna().all()) if {"slow", "fast"
 fast_ess = pll_rhat[pll_rhat.temperature.isin(views.temperature[views.regime == "fast"])].ess_bulk
 draws = int(pll_rhat.draws.iloc[0])
 phi = ar1_phi_for_ess(fast_ess.min() if len(fast_ess) else pll_rhat.ess_bulk.min(), C, draws)
-designs = {h: {f"{k * draws} draws per chain": rhat_agreement_calibration(C, k * draws, phi, h, seed=run["seed"])
+# the page's own design: as many slow and fast cells as the coupling regimes name (at least one of each)
+n_slow, n_fast = max(1, int((views.regime == "slow").sum())), max(1, int((views.regime == "fast").sum()))
+designs = {h: {f"{k * draws} draws per chain": rhat_agreement_calibration(C, k * draws, phi, h, fast_cells=n_fast,
+                                                                           slow_cells=n_slow, seed=run["seed"])
                for k in (1, 2, 4)} for h in THRESHOLDS}
 run.save_table(pd.DataFrame([dict(threshold=h, design=d, power=c.power, size=c.size, replicates=c.replicates,
                                   calibrated_on=c.calibrated_on) for h, ds in designs.items() for d, c in ds.items()]),

@@ -176,3 +176,12 @@ def test_the_dwell_rules_are_decisive_at_a_well_sized_design():
     grows = planted.dwell_fit_calibration(x, remaining, groups, 0.5, lambda f: bool(f["slope_low"] > 0), 1.0, 0.0,
                                           replicates=20, n_boot=100)
     assert grows.power >= 0.8 and grows.size <= 0.1
+
+
+def test_the_rhat_calibration_simulates_the_pages_cells():
+    """Notebook 06 has one slow and two fast cells (cpu): the rule must hold on every cell, so two fast cells cannot
+    pass more often than one, and the calibration says which design it simulated (issue 36)."""
+    one = planted.rhat_agreement_calibration(8, 38, 0.25, 1.05, replicates=100, seed=2)
+    two = planted.rhat_agreement_calibration(8, 38, 0.25, 1.05, replicates=100, fast_cells=2, seed=2)
+    assert two.power <= one.power + 0.05 and "1 slow and 2 fast cells" in two.calibrated_on
+    assert two.power >= 0.8 and two.size <= 0.1
