@@ -11,7 +11,7 @@
 # ---
 
 # %% [markdown]
-# # The political basin: a measurable semantic trap
+# # Is there a political basin?
 #
 # **Claim.** The paper uses political content as a case study of the metastable basins that Glauber
 # dynamics on an MLM falls into at low temperature: a chain started from political text stays political
@@ -130,7 +130,8 @@ from glauber_mlm.book.plan import EMBED_BATCH, Work, show_plan
 def planned_work(p: dict) -> list[Work]:
     """04_political_basins: the chains `gm.glauber(mlm, inits, steps)` (temperatures × 2 start types × starts × seeds);
     the sentences `semantic.embed` gets: the labelled text (`political.subsample` of data/political.jsonl, its first
-    128 word pieces), the base-rate passages (≤ every passage, or base_passages) and every record of the chains (≤)."""
+    128 word pieces), the base-rate passages (≤ every passage, or base_passages) and every record of the chains (≤);
+    the matched null's conditional edits (`political.conditional_edits`, ≤ 300 passages × length rows) and their text."""
     from glauber_mlm.models.passages import load_passages, load_political_text
     from glauber_mlm.measures.political import subsample
 
@@ -149,7 +150,11 @@ def planned_work(p: dict) -> list[Work]:
             Work("base-rate passages embedded", e, n, base, math.ceil(base / EMBED_BATCH), "float32", kind="embedder",
                  upper=True),
             Work("chain records embedded", e, n, records, math.ceil(records / EMBED_BATCH), "float32",
-                 kind="embedder", upper=True)]
+                 kind="embedder", upper=True),
+            # the attraction check's matched null: ≤ 300 other-topic passages, ≤ every site edited from its conditional
+            Work("conditional edits (matched null)", m, n, 300 * n, math.ceil(300 * n / 256), upper=True),
+            Work("conditionally edited text embedded", e, n, 300, math.ceil(300 / EMBED_BATCH), "float32",
+                 kind="embedder")]
 
 
 show_plan(planned_work(run.params))
@@ -549,6 +554,28 @@ fpr = run.save_table(fpr, "corrupted_false_positives")
 show_table(reader(fpr))
 
 # %% [markdown]
+# **The matched null for "drawn into the region".** Uniform random tokens are not what a chain writes: its edits are
+# draws from the model's conditional. The matched null edits the same other-topic passages at the share of sites the
+# non-political starts' chains changed, each edit drawn from the model's conditional at the chains' temperature given
+# the unedited passage, never the current token (`political.conditional_edits`): the model's own local preferences at
+# the chains' rate and temperature, with no dynamics in which one edit builds on another, so nothing to pull the text
+# into a basin. It is computed at the lowest τ of the grid, where the basin claim lives (a metastable basin holds and
+# attracts at low temperature). Its edits leave the text as far from its start, in tokens, as the chains' last states
+# are from theirs, so the chains' memory of their start enters both sides alike.
+
+# %%
+t_claim = min(temps)
+claim_share = float(edit_rate.loc[t_claim])
+cond_row, cond_called = political.conditional_false_positives(score, lambda t: semantic.embed(emb_model, t), mlm,
+                                                              other_states, claim_share, t_claim, mlm.decode,
+                                                              seed=run["seed"])
+cond_fpr = run.save_table(pd.DataFrame([cond_row]), "conditional_false_positives")
+print(f"other-topic text with {cond_row['changed']:.0%} of its sites edited from the model's conditional at "
+      f"τ = {t_claim:g} (the non-political chains changed {claim_share:.0%}): {cond_row['fraction']:.0%} "
+      f"[{cond_row['ci_low']:.0%}, {cond_row['ci_high']:.0%}] of {cond_row['texts']} called political")
+show_table(reader(cond_fpr))
+
+# %% [markdown]
 # **Have the chains forgotten their start?** At each τ, the share of sites where a chain's last state differs from
 # its own start, beside the mean share where it differs from the other chains' starts (`political.start_memory`),
 # and the gap between the two, each with an interval over starts. A chain that has forgotten its start is as far
@@ -580,18 +607,36 @@ memory_text = (
 glue("memory_text", Markdown(memory_text), display=False)
 print(memory_text)
 show_table(reader(start_memory))
+# the checks that compare chains from different starts, or one start across τ, read memory of the start as much as a
+# basin wherever the chains remember it: they say "inconclusive" there, whatever their rule says (computed here)
+memory_at = dict(zip(start_memory.temperature, start_memory.remembers))
+MEMORY_NOTE = ("chains long enough to forget their start: at τ = {taus} the chains' last states are nearer their own "
+               "start than the other starts (token gap {gaps}), so this comparison reads memory of the start as much "
+               "as a basin")
+
+
+def memory_confound(taus) -> str:
+    """'' when the chains forgot their start at every τ of `taus`, else what would decide (the τ that remember)."""
+    held = [t for t in taus if memory_at.get(t, False)]
+    rows = start_memory.set_index("temperature")
+    return MEMORY_NOTE.format(taus=", ".join(f"{t:g}" for t in held),
+                              gaps=", ".join(f"{rows.gap[t]:.2f} [{rows.gap_low[t]:.2f}, {rows.gap_high[t]:.2f}]"
+                                             for t in held)) if held else ""
 
 # %% [markdown]
-# **Calibrating the two level checks, fixed before the runs.** Each compares a time in the region with a reference:
-# political against non-political starts at the lowest τ, and non-political starts at the highest τ against the
-# score's false-positive rate on other-topic text edited at their rate. The rule: the 95 % interval of the
-# difference (resampling the starts of each group, and the edited texts, `stats.difference_ci`) lies above 0.
-# Its power and size at this design come from planted chains with this run's own start-to-start and chain-to-chain
-# spread (the non-political starts' chains at that τ, starts resampled, recentred: `planted.level_gap_calibration`):
-# planted truth, the chains sit 0.2 above the reference, fixed in advance as the smallest gap worth a claim; planted
-# null, they sit at it (for the second check: chains whose edits carry no topic, at the false-positive rate of text
-# edited as much). The same calibration at two and four times the starts says what a check that cannot decide
-# here would need.
+# **Calibrating the level checks.** Each compares a time in the region with a reference: political against
+# non-political starts at the lowest τ; non-political starts at the lowest τ against the score's false-positive rate on
+# other-topic text edited at their rate from the model's conditional (the attraction check, matched); and, shown
+# beside them, non-political starts at the highest τ against text with uniform random tokens at their rate (the former
+# attraction check, whose null is not what a chain writes). The rule: the 95 % interval of the difference (resampling
+# the starts of each group, and the edited texts, `stats.difference_ci`) lies above 0. Its power and size at this
+# design come from planted chains with this run's own start-to-start and chain-to-chain spread (the non-political
+# starts' chains at that τ, starts resampled, recentred: `planted.level_gap_calibration`): planted truth, the chains
+# sit 0.2 above the reference, fixed in advance as the smallest gap worth a claim; planted null, they sit at it. The
+# same calibration at two and four times the starts says what a check that cannot decide here would need. The checks
+# that compare chains from different starts, or one start across τ, are inconclusive wherever the chains still
+# remember their start (the memory table above), whatever their rule says: their difference is then memory as much as
+# a basin. The attraction check is not, because its null is as far from its start in tokens as the chains are.
 
 # %%
 LEVEL_EFFECT = 0.2
@@ -605,6 +650,8 @@ start_gap = difference_ci(lo_pol.time_in_region, lo_pol.start_id, lo_non.time_in
                           seed=run["seed"])
 edited_gap = difference_ci(hi_non.time_in_region, hi_non.start_id, fp_called, np.arange(fp_texts),
                            seed=run["seed"])
+drawn_gap = difference_ci(lo_non.time_in_region, lo_non.start_id, cond_called, np.arange(len(cond_called)),
+                          seed=run["seed"])
 S = run["starts"]
 
 
@@ -627,10 +674,15 @@ edited_designs = level_designs(hi_non, float(fpr_hi.fraction), fp_texts,
                                f"non-political starts' chains at τ = {t_hi:g} ({{starts}} starts × {run['seeds']}) "
                                f"recentred {LEVEL_EFFECT:g} above / at the false-positive rate on {fp_texts} texts "
                                f"edited at their rate ({fpr_hi.fraction:.0%}: edits that carry no topic)")
+drawn_designs = level_designs(lo_non, float(cond_row["fraction"]), int(cond_row["texts"]),
+                              f"non-political starts' chains at τ = {t_lo:g} ({{starts}} starts × {run['seeds']}) "
+                              f"recentred {LEVEL_EFFECT:g} above / at the false-positive rate on {cond_row['texts']} "
+                              f"texts edited from the model's conditional at their rate ({cond_row['changed']:.0%})")
 level_table = run.save_table(pd.DataFrame(
     [dict(check=name, design=d, power=c.power, size=c.size, replicates=c.replicates, calibrated_on=c.calibrated_on)
      for name, ds in (("political vs non-political starts", start_designs),
-                      ("non-political starts vs edited text", edited_designs)) for d, c in ds.items()]),
+                      ("non-political starts vs edited text", edited_designs),
+                      ("non-political starts vs conditional edits", drawn_designs)) for d, c in ds.items()]),
     "level_calibration")
 show_table(reader(level_table))
 
@@ -703,14 +755,24 @@ glue("tir_finding", Markdown(
     + ", ".join(f"{r.fraction:.0%} at τ = {r.temperature:g}" for r in political_tir.itertuples())
     + f". At τ = {t_hi:g}, chains from non-political starts spend {non_hi.fraction:.0%} [{non_hi.ci_low:.0%}, "
     f"{non_hi.ci_high:.0%}] of their time in the region, against {fpr_hi.fraction:.0%} [{fpr_hi.ci_low:.0%}, "
-    f"{fpr_hi.ci_high:.0%}] of other-topic text edited at their rate (difference {edited_gap[0]:+.2f} "
-    f"[{edited_gap[1]:+.2f}, {edited_gap[2]:+.2f}]). {memory_text}"), display=False)
+    f"{fpr_hi.ci_high:.0%}] of other-topic text with uniform random tokens at their rate (difference "
+    f"{edited_gap[0]:+.2f} [{edited_gap[1]:+.2f}, {edited_gap[2]:+.2f}]; an unmatched null, shown only). At τ = "
+    f"{t_lo:g}, chains from non-political starts spend {non_lo.fraction:.0%} of their time in the region against "
+    f"{cond_row['fraction']:.0%} [{cond_row['ci_low']:.0%}, {cond_row['ci_high']:.0%}] of other-topic text edited at "
+    f"their rate from the model's conditional (difference {drawn_gap[0]:+.2f} [{drawn_gap[1]:+.2f}, "
+    f"{drawn_gap[2]:+.2f}]: the attraction check). {memory_text}"), display=False)
 glue("escape_finding", Markdown(
     "Of the political starts that begin in the region, "
     + ", ".join(f"{r.escaped} of {r.chains} chains escaped at τ = {r.temperature:g}" for r in escape_times.itertuples())
     + f" within {run['steps']} steps; escape {escape_words}."), display=False)
 
 # %%
+def memory_said(taus, rule_passes) -> str:
+    """What the rule alone says, when memory of the start keeps the check from deciding."""
+    return f" (the rule alone says {'pass' if rule_passes else 'fail'}; memory of the start confounds it)" \
+        if memory_confound(taus) else ""
+
+
 run.conclude(
     claim="Political content is a measurable metastable basin: chains started in it stay there, longer at lower "
           "temperature, and chains from elsewhere are drawn into it.",
@@ -724,6 +786,11 @@ run.conclude(
             f"{non_hi.fraction:.0%} [{non_hi.ci_low:.0%}, {non_hi.ci_high:.0%}] vs {o.fraction:.0%} [{o.ci_low:.0%}, {o.ci_high:.0%}]",
         f"false-positive rate on other-topic text with {fpr_hi.rate:.0%} of its tokens replaced (the rate of "
         f"τ = {t_hi:g}'s chains)": f"{fpr_hi.fraction:.0%} [{fpr_hi.ci_low:.0%}, {fpr_hi.ci_high:.0%}] of {int(fpr_hi.texts)}",
+        f"false-positive rate on other-topic text with {cond_row['changed']:.0%} of its sites edited from the model's "
+        f"conditional at τ = {t_lo:g} (the matched null of the attraction check)":
+            f"{cond_row['fraction']:.0%} [{cond_row['ci_low']:.0%}, {cond_row['ci_high']:.0%}] of {cond_row['texts']}",
+        f"dynamic base rate at τ = {t_hi:g} − uniform-token edited text (the former attraction check, unmatched)":
+            f"{edited_gap[0]:+.2f} [{edited_gap[1]:+.2f}, {edited_gap[2]:+.2f}]",
         "time in the region from political starts, against τ": tir_words,
         "escape from the region, against τ": escape_words,
         "chains nearer their own start than the other starts (tokens) at τ":
@@ -734,24 +801,33 @@ run.conclude(
     checks=[
         Check("at the lowest τ, political starts spend more time in the region than non-political ones",
               "difference in time in the region, political − non-political starts (95 % interval over starts)",
-              "passes when the interval lies above 0",
-              f"{start_gap[0]:+.2f} [{start_gap[1]:+.2f}, {start_gap[2]:+.2f}]", bool(start_gap[1] > 0),
-              start_designs[f"{S} starts per type"], to_decide=smallest_decisive(start_designs)),
+              "passes when the interval lies above 0; inconclusive while the chains remember their start",
+              f"{start_gap[0]:+.2f} [{start_gap[1]:+.2f}, {start_gap[2]:+.2f}]" + memory_said([t_lo], start_gap[1] > 0),
+              None if memory_confound([t_lo]) else bool(start_gap[1] > 0),
+              start_designs[f"{S} starts per type"],
+              to_decide=memory_confound([t_lo]) or smallest_decisive(start_designs)),
         Check("time in the region from political starts falls as τ rises (Page's test blocked by start)",
-              "Page's L, one-sided p-value", "passes when p < 0.05",
-              f"p = {trend_rows['time_in_region']['p_value']:.3g} over {trend_rows['time_in_region']['units']} starts",
-              None if np.isnan(trend_rows["time_in_region"]["p_value"]) else bool(trend_rows["time_in_region"]["p_value"] < 0.05),
-              trend_rows["time_in_region"]["calibration"], to_decide=trend_rows["time_in_region"]["to_decide"]),
+              "Page's L, one-sided p-value", "passes when p < 0.05; inconclusive while the chains remember their start",
+              f"p = {trend_rows['time_in_region']['p_value']:.3g} over {trend_rows['time_in_region']['units']} starts"
+              + memory_said(temps, trend_rows["time_in_region"]["p_value"] < 0.05),
+              None if np.isnan(trend_rows["time_in_region"]["p_value"]) or memory_confound(temps)
+              else bool(trend_rows["time_in_region"]["p_value"] < 0.05),
+              trend_rows["time_in_region"]["calibration"],
+              to_decide=memory_confound(temps) or trend_rows["time_in_region"]["to_decide"]),
         Check("escape from the region rises with τ (Page's test blocked by start)", "Page's L, one-sided p-value",
-              "passes when p < 0.05", f"p = {trend_rows['escaped']['p_value']:.3g} over {trend_rows['escaped']['units']} starts",
-              None if np.isnan(trend_rows["escaped"]["p_value"]) else bool(trend_rows["escaped"]["p_value"] < 0.05),
-              trend_rows["escaped"]["calibration"], to_decide=trend_rows["escaped"]["to_decide"]),
-        Check("at the highest τ, chains from non-political starts spend more time in the region than the score calls "
-              "political in other-topic text edited at their rate",
-              "difference, dynamic base rate − false-positive rate on edited text (95 % interval over starts and texts)",
+              "passes when p < 0.05; inconclusive while the chains remember their start",
+              f"p = {trend_rows['escaped']['p_value']:.3g} over {trend_rows['escaped']['units']} starts"
+              + memory_said(temps, trend_rows["escaped"]["p_value"] < 0.05),
+              None if np.isnan(trend_rows["escaped"]["p_value"]) or memory_confound(temps)
+              else bool(trend_rows["escaped"]["p_value"] < 0.05),
+              trend_rows["escaped"]["calibration"], to_decide=memory_confound(temps) or trend_rows["escaped"]["to_decide"]),
+        Check("at the lowest τ, chains from non-political starts spend more time in the region than the score calls "
+              "political in other-topic text edited at their rate from the model's conditional (no dynamics)",
+              "difference, dynamic base rate − false-positive rate on conditionally edited text (95 % interval over "
+              "starts and texts)",
               "passes when the interval lies above 0",
-              f"{edited_gap[0]:+.2f} [{edited_gap[1]:+.2f}, {edited_gap[2]:+.2f}]", bool(edited_gap[1] > 0),
-              edited_designs[f"{S} starts per type"], to_decide=smallest_decisive(edited_designs)),
+              f"{drawn_gap[0]:+.2f} [{drawn_gap[1]:+.2f}, {drawn_gap[2]:+.2f}]", bool(drawn_gap[1] > 0),
+              drawn_designs[f"{S} starts per type"], to_decide=smallest_decisive(drawn_designs)),
     ],
     not_shown=("that the chains forgot their start: at every τ their last states are nearer their own start than "
                "the others, so time in the region measures memory of the start as much as a basin"

@@ -95,15 +95,24 @@ def test_start_memory_and_the_calibrated_level_checks(out):
     assert (m.other_starts > 0.8).all()  # passages of different documents differ at most of their sites
     assert (m.remembers == (m.gap_low > 0)).all()
     cal = pd.read_csv(out / "level_calibration.csv")
-    assert set(cal.check) == {"political vs non-political starts", "non-political starts vs edited text"}
+    assert set(cal.check) == {"political vs non-political starts", "non-political starts vs edited text",
+                              "non-political starts vs conditional edits"}
     assert cal.power.between(0, 1).all() and cal["size"].between(0, 1).all()
-    checks = pd.read_csv(out / "checks.csv")
+    checks = pd.read_csv(out / "checks.csv", keep_default_na=False)
     assert len(checks) == 4 and checks.replicates.gt(0).all()  # every check calibrated
-    for check, name in ((0, "political vs non-political starts"), (3, "non-political starts vs edited text")):
+    for check, name in ((0, "political vs non-political starts"), (3, "non-political starts vs conditional edits")):
         first = cal[cal.check == name].iloc[0]
         assert first.design == f"{STARTS} starts per type"
         assert checks.power[check] == pytest.approx(first.power) and checks["size"][check] == pytest.approx(first["size"])
-        assert checks.threshold[check] == "passes when the interval lies above 0"
+    assert checks.threshold[3] == "passes when the interval lies above 0"
+    # memory of the start keeps the comparisons across starts and across τ from deciding (computed, issue 36)
+    lowest = m.sort_values("temperature").iloc[0]
+    if lowest.remembers:
+        assert checks.outcome[0] == "inconclusive" and "forget their start" in checks.to_decide[0]
+    if m.remembers.any():
+        assert (checks.outcome[1:3] == "inconclusive").all()
+    null = pd.read_csv(out / "conditional_false_positives.csv").iloc[0]
+    assert null.temperature == min(TEMPS) and 0 <= null.changed <= 1 and null.ci_low <= null.fraction <= null.ci_high
 
 
 @needs_model

@@ -102,3 +102,21 @@ def test_level_gap_rule_has_power_on_a_planted_gap_and_keeps_its_size(reference_
     assert cal.power >= 0.9 and cal.size <= 0.05, cal
     weak = planted.level_gap_calibration(values, units, 0.3, 0.02, reference_texts=reference_texts, replicates=60)
     assert weak.power < 0.3, weak  # a gap inside the intervals is not found: the rule can fail
+
+
+def test_conditional_edits_change_the_share_of_sites_from_the_models_conditional():
+    """The matched null of notebook 04's attraction check (issue 36): each site edited with probability `share`, to a
+    token other than its own, drawn from the model's conditional given the unedited state (at low τ: its argmax)."""
+    from glauber_mlm import exact
+
+    h = torch.zeros(6, 5, dtype=torch.float64)
+    h[:, 3] = 4.0                                              # every site prefers token 3, whatever its context
+    model = exact.PairwiseModel(torch.zeros(6, 6, 5, 5, dtype=torch.float64), h)
+    x0 = torch.zeros(400, 6, dtype=torch.long)
+    x = political.conditional_edits(model, x0, 0.3, 0.05, seed=1)
+    changed = x != x0
+    assert abs(changed.float().mean().item() - 0.3) < 0.03 and (x[changed] == 3).all()
+    assert torch.equal(political.conditional_edits(model, x0, 0.3, 0.05, seed=1), x)      # seeded
+    assert torch.equal(political.conditional_edits(model, x0, 0.0, 0.05), x0)
+    y = political.conditional_edits(model, torch.full((400, 6), 3), 1.0, 0.05, seed=2)
+    assert (y != 3).all()                                      # never the current token, even where it is the mode

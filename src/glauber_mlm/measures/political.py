@@ -261,3 +261,47 @@ def start_memory(starts, ends, units) -> pd.DataFrame:
     own = dist[mine]  # exactly one own unit per chain, in chain order
     others = np.where(mine, 0.0, dist).sum(1) / (labels.size - 1)
     return pd.DataFrame(dict(unit=units, own=own, others=others))
+
+
+def conditional_edits(model, states, share: float, temperature: float, seed: int = 0, chunk: int = 256,
+                      dtype=None):
+    """A null for "drawn into the region": text edited as much as a chain edits it, each edit drawn from the model's
+    own conditional, but with no dynamics to pull it anywhere.
+
+    Each site of each state (N, n) is edited independently with probability `share` (the chains' share of changed
+    sites); an edited site gets a token drawn from the model's conditional at `temperature` given the *unedited*
+    state, renormalised without its current token (so an edited site changes, as a chain's changed site has). Every
+    edit sees only the starting text, so no edit builds on another: the model's local preferences at the chains'
+    rate, without the accumulation a basin would need. Returns the edited states (N, n), int64. Seeded."""
+    import torch
+
+    from ..conditionals import log_conditionals
+    from ..validate import as_temperatures, check_states
+
+    if not 0 <= share <= 1 or not np.isfinite(temperature) or temperature <= 0:
+        raise ValueError(f"need share in [0, 1] and a finite temperature > 0, got {share!r}, {temperature!r}.")
+    states = check_states(model, torch.as_tensor(states)).cpu()
+    gen = torch.Generator().manual_seed(int(seed))
+    rows, sites = torch.nonzero(torch.rand(states.shape, generator=gen, dtype=torch.float64) < share, as_tuple=True)
+    out = states.clone()
+    for lo in range(0, rows.numel(), chunk):
+        r, s = rows[lo:lo + chunk], sites[lo:lo + chunk]
+        x = states[r]
+        logp = log_conditionals(model, x.to(model.device), s.to(model.device),
+                                as_temperatures(float(temperature), len(r), model.device), dtype).double().cpu()
+        logp[torch.arange(len(r)), x[torch.arange(len(r)), s]] = float("-inf")      # never the current token
+        out[r, s] = torch.multinomial(torch.softmax(logp, 1), 1, generator=gen).squeeze(1)
+    return out
+
+
+def conditional_false_positives(score: PoliticalScore, embed, model, states, share: float, temperature: float,
+                                decode, seed: int = 0) -> tuple[dict, np.ndarray]:
+    """The score's false-positive rate on non-political text edited by `conditional_edits` (the chains' share of
+    changed sites, the model's conditional at `temperature`): (row with rate, temperature, texts, fraction, ci_low,
+    ci_high (Wilson), changed (the share of sites actually changed)); and the 0/1 calls, one per text."""
+    edited = conditional_edits(model, states, share, temperature, seed=seed)
+    inside = np.asarray(score.inside(embed(decode(edited))), dtype=float)
+    f, lo, hi = proportion_ci(int(inside.sum()), inside.size)
+    changed = float((edited != states).float().mean())
+    return dict(rate=float(share), temperature=float(temperature), texts=int(inside.size), fraction=f, ci_low=lo,
+                ci_high=hi, changed=changed), inside
