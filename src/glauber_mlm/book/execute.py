@@ -56,9 +56,9 @@ def ensure_kernel(name: str = KERNEL) -> None:
 def _kernel_environment(run_id: str, results: Path, checkpoints: Path | None):
     """Environment of the kernels started inside, so that the pages show the notebooks' own output.
 
-    - tqdm's 'IProgress not found' warning is silenced: without ipywidgets, `tqdm.auto` in a kernel
-      falls back to the text bar, which is what the book should show anyway (widget outputs would
-      need JavaScript from the network to render);
+    - the progress bars' 'IProgress not found' warning is silenced: without ipywidgets, the engine's bars
+      (`samplers.driver.progress_bar`) in a kernel fall back to text, which is what the book should show anyway
+      (widget outputs would need JavaScript from the network to render);
     - Hugging Face's own bars ('Loading weights', downloads) are off unless HF_HUB_DISABLE_PROGRESS_BARS
       is set: they say nothing about the result;
     - the run id (written to provenance.json), the published results folder (where a notebook reads
@@ -267,16 +267,16 @@ def _absolute_paths(value):
 
 
 def _collapse_carriage_returns(text: str) -> str:
-    """What a terminal shows: on each line, only the text after its last carriage return (tqdm redraws)."""
+    """What a terminal shows: on each line, only the text after its last carriage return (a progress bar redraws)."""
     lines = text.replace("\r\n", "\n").split("\n")
     return "\n".join(next((seg for seg in reversed(line.split("\r")) if seg), "") for line in lines)
 
 
-_PROGRESS_BAR = re.compile(r"^.*\d+%\|.*\|.*$")  # tqdm: "glauber: 100%|█████| 2000/2000 [00:01<00:00, ...]"
+_PROGRESS_BAR = re.compile(r"^.*\d+%\|.*\|.*$")  # a progress bar: "glauber: 100%|█████| 2000/2000 [00:01<00:00, ...]"
 
 
 def _without_progress_bars(text: str) -> str:
-    """The lines of a terminal's text that are not tqdm progress bars (blank lines they leave behind dropped too)."""
+    """The lines of a terminal's text that are not progress bars (blank lines they leave behind dropped too)."""
     kept = [line for line in _collapse_carriage_returns(text).split("\n") if line.strip() and not _PROGRESS_BAR.match(line)]
     return "\n".join(kept) + ("\n" if kept else "")
 

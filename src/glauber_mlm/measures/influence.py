@@ -10,11 +10,11 @@ their argmax with margin ≥ m is left only through tokens of probability ≤ (V
 from __future__ import annotations
 
 import torch
-from tqdm.auto import tqdm
 
 from ..conditionals import ConditionalModel, checked_logits, total_variation
 from ..validate import check_dtype, check_int, check_states, check_temperatures
 from ..rng import check_seed
+from ..samplers.driver import counted
 
 
 def _all_site_logits(model: ConditionalModel, states: torch.Tensor, dtype: torch.dtype | None, chunk: int) -> torch.Tensor:
@@ -53,7 +53,7 @@ def influence_matrix(
     C, n = contexts.shape
     g = torch.Generator().manual_seed(seed)
     alpha = torch.zeros(C, taus.numel(), n, n)
-    for c in tqdm(range(C), disable=not progress, desc="influence", mininterval=2.0):
+    for c in counted(range(C), "influence", progress):
         x = contexts[c : c + 1]
         base = _all_site_logits(model, x, dtype, chunk)[0]  # (n, V)
         top = base.topk(top_k + 1, dim=-1).indices.cpu()  # candidates for y_j, per j

@@ -13,11 +13,11 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-from tqdm.auto import tqdm
 
 from ..conditionals import ConditionalModel
 from ..validate import check_states
 from .influence import _all_site_logits, total_influence
+from ..samplers.driver import counted
 from ..stats import bootstrap_ci, saturation_curve
 
 
@@ -90,7 +90,7 @@ def token_margins(model: ConditionalModel, states: torch.Tensor, dtype: torch.dt
     B, n = states.shape
     per = max(1, chunk // n)
     out = []
-    for k in tqdm(range(0, B, per), disable=not progress, desc="margins", mininterval=2.0):
+    for k in counted(range(0, B, per), "margins", progress):
         x = states[k : k + per]
         logits = _all_site_logits(model, x, dtype, chunk)  # (b, n, V)
         own = logits.gather(2, x.unsqueeze(-1)).squeeze(-1)

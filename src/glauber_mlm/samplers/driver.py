@@ -9,7 +9,7 @@ and says so on stderr, where its progress bar is ("resuming glauber from its che
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, Protocol, TypeVar
 
 from tqdm.auto import tqdm
@@ -42,7 +42,7 @@ def drive(step: Callable[[State], tuple[State, Any]], state: State, recorder: Re
     if ckpt is not None and (saved := ckpt.resume()) is not None:
         state = recorder.restore(saved, state)
         announce_resume(desc, position(state), total, ckpt)
-    bar = tqdm(total=total, initial=position(state), disable=not progress, desc=desc, mininterval=2.0)
+    bar = progress_bar(total, desc, progress, initial=position(state))
     while (at := position(state)) < total:
         state, info = step(state)
         recorder.record(state, info)
@@ -53,6 +53,20 @@ def drive(step: Callable[[State], tuple[State, Any]], state: State, recorder: Re
     if ckpt is not None:
         ckpt.maybe_save(total, lambda _: recorder.snapshot(state), final=True)
     return state
+
+
+def progress_bar(total: int, desc: str, enabled: bool = True, initial: int = 0) -> tqdm:
+    """The engine's one kind of progress bar (stderr, redrawn at most every 2 s): the driver's, and every measure's
+    through `counted`; `enabled` False gives a silent one."""
+    return tqdm(total=total, initial=initial, disable=not enabled, desc=desc, mininterval=2.0)
+
+
+def counted(items: range, desc: str, enabled: bool = True) -> Iterator[int]:
+    """`items` one by one, a `progress_bar` ticking once per item (a measure's loop over contexts or batches)."""
+    with progress_bar(len(items), desc, enabled) as bar:
+        for item in items:
+            yield item
+            bar.update()
 
 
 def announce_resume(desc: str, step: int, total: int, ckpt: Checkpointer) -> None:
