@@ -100,6 +100,14 @@ def test_smoke_tables(smoke_output):
         assert row.rule_says == "pass" and row["size"] == 0
         assert row.outcome == ("pass" if row.null_replicates >= 29 else "inconclusive")
     assert checks.filter(like="slow-down", axis=0).replicates.iloc[0] == 20
+    # notebook 02's growth rule, judged by its rate over independent Ising runs (smoke: 10), with exact intervals
+    rate = read_table(out, "growth_rule_rate")
+    assert list(rate.planted) == ["Ising chain (n log n)", "the same runs replanted as n^1.5"]
+    assert (rate.runs == 10).all() and (rate.lengths == "8–12–16").all() and (rate.pairs == 8).all()
+    assert ((rate.ci_low <= rate.rate) & (rate.rate <= rate.ci_high)).all()
+    assert np.allclose(rate.rate, rate.passes / rate.runs)
+    growth = checks.filter(like="notebook 02's growth rule", axis=0).iloc[0]
+    assert growth.replicates == 10 and growth.power == rate.rate[0] and growth["size"] == rate.rate[1]
 
     prov = json.loads((out / "provenance.json").read_text())
     assert prov["profile"] == "smoke"

@@ -82,20 +82,23 @@ def test_exponent_fit_and_verdicts(out):
     assert len(apart) == 6 and set(apart.verdict) <= {"told apart", "cannot tell apart", "neither fits"}
 
 
-def test_the_growth_check_is_the_curvature_rule_with_its_calibration(out):
+def test_the_growth_check_is_the_local_exponent_rule_with_its_calibration(out):
     from glauber_mlm.pages.checks import COLUMNS
 
-    curv = pd.read_csv(out / "curvature_test.csv")
-    assert list(curv.temperature) == [8.0]
-    for r in curv.itertuples():  # the stated rule: passes iff the one-sided upper bound of c is below n^1.5's c
-        assert r.passes == (r.c_high_one_sided < r.c_n15)
+    growth = pd.read_csv(out / "growth_test.csv")
+    assert list(growth.temperature) == [8.0] and list(growth.lengths) == ["5–8–12"]
+    for r in growth.itertuples():  # the stated rule: passes iff the one-sided upper bound of the exponent is below 1.5
+        assert r.limit == 1.5 and r.passes == (r.upper_one_sided < 1.5)
+        assert r.upper_one_sided >= r.exponent and r.nlogn_exponent == pytest.approx(law_exponent("n log n", [5, 8, 12]))
     checks = pd.read_csv(out / "checks.csv")
     assert list(checks.columns) == COLUMNS and len(checks) == 1
     cal = pd.read_csv(out / "calibration.csv")
-    assert list(cal.design) == [f"{k * 4} pairs per length" for k in (1, 2, 4)]
+    assert list(cal.design) == ["4 pairs per length", "8 pairs per length"] and list(cal.replicates) == [400, 200]
+    assert "replanted as n log n / as n^1.5" in cal.calibrated_on[0]
     assert checks.power[0] == cal.power[0] and checks["size"][0] == cal["size"][0]
-    decisive = bool(checks.false_pass_upper[0] <= 0.10 if curv.passes[0] else checks.false_fail_upper[0] <= 0.20)
-    assert checks.outcome[0] == ({True: "pass", False: "fail"}[bool(curv.passes[0])] if decisive else "inconclusive")
+    assert checks.rule_says[0] == {True: "pass", False: "fail"}[bool(growth.passes[0])]
+    decisive = bool(checks.false_pass_upper[0] <= 0.10 if growth.passes[0] else checks.false_fail_upper[0] <= 0.20)
+    assert checks.outcome[0] == (checks.rule_says[0] if decisive else "inconclusive")
 
 
 def test_scaling_fit_rows(out):

@@ -96,3 +96,96 @@ def test_censored_pairs():
     assert np.isfinite(fit["beta"]) and 0 < fit["dropped"] < 200
     trend = ratio_trend(n, T, met, n_boot=50)
     assert trend["kendall"] > 0  # censored pairs rank above every met pair
+
+
+# ---- the local exponent at the largest lengths (the growth rule's statistic) ----------------------------------------
+
+from glauber_mlm.stats import CENSORED_WEIGHT_MAX, clopper_pearson, harrell_davis_weights, local_exponent  # noqa: E402
+
+WIDE = [8, 16, 32, 64, 128]
+
+
+def test_harrell_davis_weights_are_a_symmetric_law_on_the_order_statistics():
+    for m in (1, 2, 5, 48):
+        w = harrell_davis_weights(m)
+        assert w.shape == (m,) and (w >= 0).all() and w.sum() == pytest.approx(1.0) and np.allclose(w, w[::-1])
+    x = np.arange(1.0, 50)
+    assert harrell_davis_weights(49) @ x == pytest.approx(25.0)      # the middle of a symmetric sample
+    with pytest.raises(ValueError, match="whole number"):
+        harrell_davis_weights(0)
+
+
+def test_exact_laws_give_their_local_exponent_at_the_largest_lengths():
+    n = np.repeat(WIDE, 5).astype(float)
+    for law in ("n log n", "n^1.5", "n"):
+        est = local_exponent(n, stats_law(law)(n), n_boot=200)
+        assert est["lengths"] == (32.0, 64.0, 128.0)
+        assert est["beta"] == pytest.approx(law_exponent(law, [32, 64, 128]))
+        assert est["upper"] == pytest.approx(est["beta"]) and est["infinite"] == 0   # no scatter: every resample agrees
+    assert law_exponent("n log n", [32, 64, 128]) < 1.3 < law_exponent("n log n", [8, 16, 32, 64])
+    assert local_exponent(n, 3 * n * np.log(n), largest=4, n_boot=200)["lengths"] == (16.0, 32.0, 64.0, 128.0)
+
+
+def stats_law(law):
+    from glauber_mlm.stats import law_function
+
+    return law_function(law)
+
+
+def test_the_upper_bound_is_one_sided_and_covers_the_truth_at_the_stated_rate():
+    """Planted n^1.5 with a lognormal scatter (48 pairs at each length, like notebook 02): the one-sided 95 % bound lies
+    below the true exponent 1.5 in about 5 % of samples, and its distance above the estimate is the bootstrap's."""
+    rng = np.random.default_rng(0)
+    n = np.repeat(WIDE, 48).astype(float)
+    below = []
+    for s in range(200):
+        t = np.round(n**1.5 * np.exp(0.35 * rng.standard_normal(n.size))) + 1
+        est = local_exponent(n, t, seed=s)
+        assert est["upper"] > est["beta"]
+        below.append(est["upper"] < 1.5)
+    assert 0.01 <= np.mean(below) <= 0.10
+
+
+def test_censored_pairs_enter_as_the_largest_order_statistics_until_they_weigh_too_much():
+    rng = np.random.default_rng(1)
+    n = np.repeat(WIDE, 48).astype(float)
+    t = np.round(n * np.log(n) * np.exp(0.35 * rng.standard_normal(n.size))) + 1
+    met = np.ones(n.size, bool)
+    top = np.flatnonzero(n == 128)
+    slowest = top[np.argsort(t[top])[-8:]]                 # the 8 slowest of 48 censored at a budget below them
+    budget = t[slowest].min()
+    t2, met2 = t.copy(), met.copy()
+    t2[slowest], met2[slowest] = budget, False
+    full, cut = local_exponent(n, t, met), local_exponent(n, t2, met2)
+    assert cut["censored_weight"] < 1e-4 and abs(cut["beta"] - full["beta"]) < 0.01 and cut["infinite"] < 10
+    half = top[np.argsort(t[top])[-24:]]                   # half the pairs censored: the median is refused
+    t3, met3 = t.copy(), met.copy()
+    t3[half], met3[half] = t[half].min(), False
+    refused = local_exponent(n, t3, met3)
+    assert refused["censored_weight"] > CENSORED_WEIGHT_MAX and np.isnan(refused["beta"]) and np.isnan(refused["upper"])
+
+
+@pytest.mark.parametrize("bad, match", [
+    (dict(n=[8, 8, 16, 16], times=[1, 2, 3, 4]), "3 distinct lengths"),
+    (dict(times=[1, 2, np.nan, 4, 5, 6]), "finite"),
+    (dict(times=[1, 2, 0, 4, 5, 6]), "positive"),
+    (dict(times=[1, 2, 3]), "one entry per pair"),
+    (dict(met=[1, 1, 2, 1, 1, 1]), "booleans"),
+    (dict(level=0.05), "level"),
+    (dict(largest=1), "largest"),
+    (dict(n_boot=10), "n_boot"),
+    (dict(n=[8, 16, 16, 32, 32, 32]), "at least two per length"),
+])
+def test_local_exponent_refuses_bad_input(bad, match):
+    args = dict(n=[8, 8, 16, 16, 32, 32], times=[1, 2, 3, 4, 5, 6], met=None) | bad
+    with pytest.raises(ValueError, match=match):
+        local_exponent(**args)
+
+
+def test_clopper_pearson_is_exact_and_closed_at_the_ends():
+    p, low, high = clopper_pearson(37, 40)
+    assert p == 0.925 and low == pytest.approx(0.7961, abs=1e-3) and high == pytest.approx(0.9843, abs=1e-3)
+    assert clopper_pearson(0, 10)[1] == 0 and clopper_pearson(10, 10)[2] == 1
+    assert clopper_pearson(0, 10)[2] == pytest.approx(1 - 0.025 ** (1 / 10))
+    with pytest.raises(ValueError):
+        clopper_pearson(11, 10)

@@ -37,74 +37,133 @@ def ising_coupling_samples(seed: int, replicates: int, lengths, pairs: int, budg
              np.concatenate([m[r] for _, m in per_length])) for r in range(replicates)]
 
 
-def length_medians(n, times, met) -> tuple[np.ndarray, np.ndarray]:
-    """(lengths, censored median time per length): censored pairs count as +∞."""
+GROWTH_LIMIT = 1.5  # the exponent the growth rule's upper bound must lie below: n^1.5, the nearest faster law
+
+
+def grows_slower_than_n15(sample, seed: int = 0, largest: int = 3) -> bool | None:
+    """The growth rule of notebooks 02 and 00 on (n, times, met): True when the one-sided 95 % bootstrap upper bound
+    of the local exponent at the `largest` largest lengths (`stats.local_exponent`: the slope of the log
+    Harrell–Davis median on log n, pairs resampled within each length) lies below 1.5, i.e. the coupling times grow
+    more slowly than n^1.5 there; False when it does not; None when the exponent cannot be computed (a length's
+    censored pairs carry too much of its median's weight).
+
+    n log n's local exponent falls towards 1 as n grows (1.29 over n = 32, 64, 128), so where n log n is the truth
+    the rule passes once the bound is narrow enough; it calls `local_exponent` with its defaults, so the bound a page
+    shows beside the check (the same call, the same seed) is the one that decides."""
+    from ..stats import local_exponent
+
+    est = local_exponent(*sample, largest=largest, seed=seed)
+    return None if not np.isfinite(est["beta"]) else bool(est["upper"] < GROWTH_LIMIT)
+
+
+def _growth_locations(n, times, met, lengths) -> np.ndarray:
+    """The log Harrell–Davis median of each length's times (censored pairs at their recorded time, sorted last)."""
+    from ..stats import harrell_davis_weights
+
+    out = []
+    for length in lengths:
+        t, c = times[n == length], ~met[n == length]
+        t = np.where(c, t.max(), t)
+        out.append(np.log(np.sort(t) @ harrell_davis_weights(t.size)))
+    return np.array(out)
+
+
+def replant_growth(n, times, met, law: str, budget: int, largest: int = 3, locations=None
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The pairs of the `largest` largest lengths with their growth law replaced by `law`: each length keeps its
+    pairs' scatter of log T around its location (the log Harrell–Davis median), and the location is set to
+    c·f(n), with c such that the middle of these lengths keeps its own location. Times past `budget` become censored
+    (at the budget); a censored pair stays censored.
+
+    `locations`: the log locations the shifts are computed from (default: these pairs' own, which then lie on `law`
+    exactly). Pass the locations of the law the pairs were drawn from (pooled over replicates) so that each
+    replicate's own locations scatter around `law` as a sample's would."""
     n, times, met = np.asarray(n, float), np.asarray(times, float), np.asarray(met, bool)
-    lengths = np.unique(n)
-    return lengths, np.array([np.median(np.where(met, times, np.inf)[n == m]) for m in lengths])
-
-
-def replant_law(n, times, met, law: str, budget: int, medians=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The same pairs with each length's times multiplied so that the per-length medians follow `law` (fixed at the
-    middle length): another growth law with the same spread. Times past `budget` become censored.
-
-    `medians`: the per-length medians the factors are computed from (default: these pairs' own, which then lie on
-    `law` exactly). Pass the medians of the law the pairs were drawn from (pooled over replicates) so that each
-    replicate's own medians scatter around `law` as a sample's would."""
-    n, times, met = np.asarray(n, float), np.asarray(times, float), np.asarray(met, bool)
-    lengths, own = length_medians(n, times, met)
-    medians = own if medians is None else np.asarray(medians, float)
-    if medians.shape != lengths.shape or not np.isfinite(medians).all():
-        raise ValueError("replant_law needs a finite median at every length: raise the planted truth's budget.")
-    mid = len(lengths) // 2
-    target = medians[mid] * law_function(law)(lengths) / law_function(law)(lengths[mid])
-    factor = dict(zip(lengths, target / medians))
-    new = np.round(times * np.vectorize(factor.get)(n))
+    lengths = np.unique(n)[-largest:]
+    if lengths.size < largest:
+        raise ValueError(f"replanting the {largest} largest lengths needs {largest} distinct lengths, got "
+                         f"{np.unique(n).tolist()}.")
+    keep = np.isin(n, lengths)
+    n, times, met = n[keep], times[keep], met[keep]
+    own = _growth_locations(n, times, met, lengths) if locations is None else np.asarray(locations, float)
+    if own.shape != lengths.shape or not np.isfinite(own).all():
+        raise ValueError(f"replant_growth needs a finite location at each of the lengths {lengths.tolist()}.")
+    mid = largest // 2
+    f = law_function(law)
+    target = own[mid] + np.log(f(lengths)) - np.log(f(lengths[mid]))
+    shift = dict(zip(lengths.tolist(), target - own))
+    new = np.maximum(1.0, np.round(times * np.exp(np.vectorize(shift.get)(n))))
     return n, np.minimum(new, budget), met & (new <= budget)
 
 
-def not_faster_than_nlogn(sample, seed: int = 0) -> bool | None:
-    """The rule of notebooks 02 and 00 on (n, times, met): True when the coupling times grow more slowly than n^1.5,
-    the nearest faster candidate law: the one-sided 95 % upper bound of the curvature c of T/n in log n
-    (`stats.nlogn_curvature`'s `high`) lies below `c_faster`, the c of n^1.5 drawn through the data's own
-    middle-length median. None when a median is censored.
+def growth_replant_calibration(n, times, met, budget: int, pairs: int | None = None, replicates: int = 400,
+                               seed: int = 0, truth: str = "n log n", null: str = "n^1.5", largest: int = 3):
+    """Power and size of `grows_slower_than_n15` on a page's own coupling times (post-processing, seconds).
 
-    Against n^1.5 rather than against 0: short chains whose law is n log n only asymptotically are convex in log n
-    (the Ising chain's T/n climbs towards its slope 1/δ from below), so a rule against 0 loses power as pairs grow.
-    It calls `nlogn_curvature` with its defaults, so the bounds a page shows beside the check (the same call, the
-    same seed) are the ones that decide."""
-    from ..stats import nlogn_curvature
-
-    curv = nlogn_curvature(*sample, seed=seed)
-    return None if not np.isfinite(curv["high"]) else bool(curv["high"] < curv["c_faster"])
-
-
-def growth_rule_calibration(lengths, pairs: int, budget: int, temperatures, replicates: int = 40, seed: int = 0,
-                            null_law: str = "n^1.5", coupling: float = 1.0) -> dict:
-    """Power and size of `not_faster_than_nlogn` at a design (lengths, pairs per length, budget), at each Ising
-    temperature in `temperatures` (coupling J): {τ: Calibration}.
-
-    Power: the Ising chain at J/τ, where T ≈ (n/δ)·log(n/2), n log n. Size: the same times replanted as `null_law`
-    with one factor per length taken from the pooled law (the medians over all replicates), so that each
-    replicate's own medians scatter around `null_law` as a sample of it would."""
+    The pairs of the `largest` largest lengths are replanted twice (`replant_growth`): to grow like `truth`
+    (n log n, the planted truth) and like `null` (n^1.5, the planted null), each length keeping its own scatter of
+    log T around its location, the location matched at the middle length. A replicate draws `pairs` pairs per
+    length (default: as many as the run has) with replacement from a replanted set, so its locations scatter as a
+    fresh run's would, and the rule runs on it: power = the share of truth replicates that pass, size = the share of
+    null replicates that pass. With `pairs` above the run's own, it says what a larger design would buy (the run's
+    pairs standing in for the population). No finite location at some length (too many censored pairs): power 0
+    and an unknown (NaN) size, so the check cannot decide."""
     from .checks import Calibration
 
-    out = {}
-    for tau in np.atleast_1d(np.asarray(temperatures, float)).tolist():
-        samples = ising_coupling_samples(seed, replicates, lengths, pairs, budget, coupling=coupling, temperature=tau)
-        truth = [not_faster_than_nlogn(s, seed=seed) for s in samples]
-        power = np.mean([t is True for t in truth])
-        n = samples[0][0]
-        _, pooled = length_medians(np.tile(n, replicates), np.concatenate([t for _, t, _ in samples]),
-                                   np.concatenate([m for _, _, m in samples]))
-        # without a finite pooled median at every length there is no law to replant: the size is unknown (NaN), so
-        # the check cannot be decisive
-        size = (np.mean([not_faster_than_nlogn(replant_law(*s, null_law, budget, medians=pooled), seed=seed) is True
-                         for s in samples]) if np.isfinite(pooled).all() else float("nan"))
-        on = (f"Ising chain (J/τ = {coupling / tau:.3g}, n log n) / its times replanted as {null_law}; {pairs} pairs at n = "
-              f"{', '.join(str(int(n)) for n in lengths)}")
-        out[tau] = Calibration(float(power), float(size), replicates, on)
-    return out
+    n, times, met = np.asarray(n, float), np.asarray(times, float), np.asarray(met, bool)
+    lengths = np.unique(n)[-largest:]
+    counts = [int((n == m).sum()) for m in lengths]
+    draws = pairs if pairs is not None else None
+    on = (f"this run's coupling times at n = {', '.join(f'{m:g}' for m in lengths)} ({', '.join(map(str, counts))} "
+          f"pairs) replanted as {truth} / as {null} (each length's scatter of log T around its Harrell–Davis median "
+          f"kept, the median set on the law through n = {lengths[largest // 2]:g}); "
+          f"{draws if draws is not None else 'as many'} pairs per length drawn per replicate")
+    from ..stats import local_exponent
+
+    if not np.isfinite(local_exponent(n, times, met, largest=largest, n_boot=100)["beta"]):
+        return Calibration(0.0, float("nan"), replicates, on)
+    rng = np.random.default_rng(seed)
+    rates = []
+    for law in (truth, null):
+        rn, rt, rm = replant_growth(n, times, met, law, budget, largest=largest)
+        groups = [np.flatnonzero(rn == m) for m in lengths]
+        passed = 0
+        for _ in range(replicates):
+            pick = np.concatenate([g[rng.integers(0, g.size, pairs or g.size)] for g in groups])
+            passed += grows_slower_than_n15((rn[pick], rt[pick], rm[pick]), seed=int(rng.integers(2**31)),
+                                            largest=largest) is True
+        rates.append(passed / replicates)
+    return Calibration(rates[0], rates[1], replicates, on)
+
+
+def ising_growth_calibration(lengths, pairs: int, budget: int, temperature: float, replicates: int = 200,
+                             seed: int = 0, coupling: float = 1.0, null: str = "n^1.5", largest: int = 3):
+    """The rate at which `grows_slower_than_n15` passes the exact Ising chain at J/τ (`coupling`/`temperature`),
+    whose coupling times grow like n log n (T ≈ (n/δ)·log(n/2), δ = 1 − tanh(J/τ)), over `replicates` fresh runs
+    at a design (lengths, pairs per length, budget): the power. Size: the same runs replanted as `null`
+    (`replant_growth`) with one shift per length taken from the pooled runs' locations, so that each run's own
+    locations scatter around `null` as a sample of it would. Returns a Calibration (its counts are the result
+    notebook 00 reports)."""
+    from .checks import Calibration
+
+    lengths = sorted(int(m) for m in lengths)
+    samples = ising_coupling_samples(seed, replicates, lengths, pairs, budget, coupling=coupling,
+                                     temperature=temperature)
+    on = (f"Ising chain (J/τ = {coupling / temperature:.3g}, n log n) / its times replanted as {null}; {pairs} pairs "
+          f"at n = {', '.join(map(str, lengths))}, budget {budget}")
+    truth = [grows_slower_than_n15(s, seed=seed + r, largest=largest) is True for r, s in enumerate(samples)]
+    n = np.concatenate([s[0] for s in samples])
+    t = np.concatenate([s[1] for s in samples])
+    m = np.concatenate([s[2] for s in samples])
+    top = np.unique(n)[-largest:]
+    from ..stats import local_exponent
+
+    if not np.isfinite(local_exponent(n, t, m, largest=largest, n_boot=100)["beta"]):
+        return Calibration(float(np.mean(truth)), float("nan"), replicates, on)
+    pooled = _growth_locations(n, t, m, top)
+    size = np.mean([grows_slower_than_n15(replant_growth(*s, null, budget, largest=largest, locations=pooled),
+                                          seed=seed + r, largest=largest) is True for r, s in enumerate(samples)])
+    return Calibration(float(np.mean(truth)), float(size), replicates, on)
 
 
 def every_cell_fast(cells) -> bool | None:
