@@ -475,7 +475,7 @@ print(f"mean time trapped: {crit['time_trapped_low']:.0%} at τ = {tau_low:g} vs
 # chain minus the mean of its null walks (one chain per starting document), with a 95 % bootstrap interval over the
 # chains (`planted.trap_differences`). An earlier null changed a uniform site to a uniform token at the chain's rate and
 # embedded the text: its edits moved the embedding further than the chains' own, so without any well the rule passed
-# on step size alone (size 1.00 on 100 replicates); see "How these rules came to be".
+# on step size alone (its calibration and outcome are in "How these rules came to be").
 
 # %%
 low_emb = emb[:, :PS]
@@ -548,7 +548,8 @@ trap_calibration = run.save_table(pd.DataFrame(
 glue("trap_size", f"{trap_cal.size:.3f}", display=False)
 glue("trap_power", f"{trap_cal.power:.3f}", display=False)
 trap_to_decide = panel_to_decide = ""
-if not (trap_cal.decisive and panel_cal.decisive):  # more chains like these (their increments repeated)
+trap_passes, panel_passes = bool(trap_p < 0.05), bool((null_p < 0.05).sum() > len(q_panel) / 2)
+if not (trap_cal.decides(trap_passes) and panel_cal.decides(panel_passes)):  # more chains like these (repeated)
     more = {f"{PS} chains": (trap_cal, panel_cal)}
     for k in (2, 4):
         more[f"{k * PS} chains"] = trap_calibrations(k)
@@ -976,4 +977,5 @@ run.conclude(
               "the theorem's margin m: the fit tests only that log escape time grows with 1/τ")
 
 # %%
+run.rules_history()  # "How these rules came to be", from notebooks/rules.json
 run.finish()

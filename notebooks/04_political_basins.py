@@ -837,4 +837,5 @@ run.conclude(
                                "start" if remembers else "")))
 
 # %%
+run.rules_history()  # "How these rules came to be", from notebooks/rules.json
 run.finish()

@@ -829,4 +829,5 @@ run.conclude(
               f"{math.log(int(mlm.support.sum()) - 1):.1f}, and single-state dwells are geometric by construction")
 
 # %%
+run.rules_history()  # "How these rules came to be", from notebooks/rules.json
 run.finish()

@@ -72,6 +72,9 @@ def test_the_agreement_table_follows_the_stated_rule(out):
     assert result["verdict"] == "smoke test, not a result"  # a smoke page claims no verdict (issue 34)
     cal = read_table(out, "calibration")
     assert set(cal.threshold) == {RHAT_MAX, 1.05} and cal.power.between(0, 1).all() and cal["size"].between(0, 1).all()
+    # calibrated on the page's own design: as many slow and fast cells as the coupling regimes name (issue 36)
+    n_slow, n_fast = max(1, int((views.regime == "slow").sum())), max(1, int((views.regime == "fast").sum()))
+    assert cal.calibrated_on.str.contains(f"{n_slow} slow and {n_fast} fast cell").all()
 
 
 def test_mh_acceptance_check_pairs_chains_and_is_calibrated(out):
