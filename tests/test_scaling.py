@@ -168,7 +168,7 @@ def test_censored_pairs_enter_as_the_largest_order_statistics_until_they_weigh_t
 @pytest.mark.parametrize("bad, match", [
     (dict(n=[8, 8, 16, 16], times=[1, 2, 3, 4]), "3 distinct lengths"),
     (dict(times=[1, 2, np.nan, 4, 5, 6]), "finite"),
-    (dict(times=[1, 2, 0, 4, 5, 6]), "positive"),
+    (dict(times=[1, 2, -1, 4, 5, 6]), "non-negative"),
     (dict(times=[1, 2, 3]), "one entry per pair"),
     (dict(met=[1, 1, 2, 1, 1, 1]), "booleans"),
     (dict(level=0.05), "level"),
@@ -180,6 +180,17 @@ def test_local_exponent_refuses_bad_input(bad, match):
     args = dict(n=[8, 8, 16, 16, 32, 32], times=[1, 2, 3, 4, 5, 6], met=None) | bad
     with pytest.raises(ValueError, match=match):
         local_exponent(**args)
+
+
+def test_pairs_that_started_equal_count_as_zero_and_a_zero_median_is_refused():
+    n = np.repeat([8.0, 16, 32], 5)
+    t = np.array([0, 5, 6, 7, 8, 0, 10, 12, 14, 16, 0, 20, 24, 28, 32.0])
+    est = local_exponent(n, t, n_boot=200)
+    assert np.isfinite(est["beta"]) and est["upper"] >= est["beta"]
+    t[:3] = 0               # three of five at n = 8 started equal: the smooth median still weighs the other two
+    assert np.isfinite(local_exponent(n, t, n_boot=200)["beta"])
+    t[:5] = 0                                               # all of them: a median of 0 has no log, refused
+    assert np.isnan(local_exponent(n, t, n_boot=200)["beta"])
 
 
 def test_clopper_pearson_is_exact_and_closed_at_the_ends():

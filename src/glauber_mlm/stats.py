@@ -442,8 +442,11 @@ def harrell_davis_weights(m: int) -> np.ndarray:
 def _hd_log_medians(values: np.ndarray, censored: np.ndarray, weights: np.ndarray, tail: np.ndarray
                     ) -> tuple[np.ndarray, np.ndarray]:
     """Per row of (rows, m) `values` (censored entries, flagged in `censored`, hold a value at least every met one's,
-    so that they sort last): (log of the Harrell–Davis median, the weight it puts on censored order statistics)."""
-    return np.log(np.sort(values, axis=-1) @ weights), tail[censored.sum(-1)]
+    so that they sort last): (log of the Harrell–Davis median, the weight it puts on censored order statistics). A
+    median of 0 (pairs that started equal, T = 0, in the majority) has no log: NaN."""
+    hd = np.sort(values, axis=-1) @ weights
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(hd > 0, np.log(np.where(hd > 0, hd, 1.0)), np.nan), tail[censored.sum(-1)]
 
 
 def local_exponent(n, times, met=None, largest: int = 3, level: float = 0.95, n_boot: int = 2000, seed: int = 0
@@ -460,7 +463,7 @@ def local_exponent(n, times, met=None, largest: int = 3, level: float = 0.95, n_
     refused when they carry more than `CENSORED_WEIGHT_MAX` of its weight (about a third of the pairs censored at
     48 pairs; below that they move it by less than 1 %): the point estimate is then NaN (the rule cannot be
     computed), and a resample where that happens counts as an infinite exponent (it pushes the bound up, never
-    down). Returns dict(beta, upper, lengths, censored_weight (the largest over the lengths), infinite (resamples
+    down). A median of 0 (most pairs started equal) is refused the same way. Returns dict(beta, upper, lengths, censored_weight (the largest over the lengths), infinite (resamples
     counted as infinite), n_boot).
     """
     if not 0.5 < level < 1:
@@ -477,9 +480,9 @@ def local_exponent(n, times, met=None, largest: int = 3, level: float = 0.95, n_
         if not np.isin(met, (0, 1)).all():
             raise ValueError("met must be booleans (True: the pair met within the budget).")
         met = met.astype(bool)
-    if not (np.isfinite(n).all() and np.isfinite(times).all()) or (times <= 0).any() or (n <= 1).any():
-        raise ValueError("local_exponent needs finite lengths above 1 and finite positive times (a censored pair "
-                         "keeps its budget as its time, with met False).")
+    if not (np.isfinite(n).all() and np.isfinite(times).all()) or (times < 0).any() or (n <= 1).any():
+        raise ValueError("local_exponent needs finite lengths above 1 and finite non-negative times (a censored pair "
+                         "keeps its budget as its time, with met False; a pair that started equal has T = 0).")
     lengths = np.unique(n)
     if lengths.size < largest:
         raise ValueError(f"the local exponent over the {largest} largest lengths needs {largest} distinct lengths, got "
@@ -505,12 +508,12 @@ def local_exponent(n, times, met=None, largest: int = 3, level: float = 0.95, n_
         boot_bad.append(b_cw > CENSORED_WEIGHT_MAX)
     worst = float(max(weights_on_censored))
     nan = float("nan")
-    if worst > CENSORED_WEIGHT_MAX:
+    if worst > CENSORED_WEIGHT_MAX or not np.isfinite(logs).all():
         return dict(beta=nan, upper=nan, lengths=tuple(lengths.tolist()), censored_weight=worst, infinite=n_boot,
                     n_boot=int(n_boot))
     beta = float(np.asarray(logs) @ x / (x @ x))
     slopes = np.stack(boot_logs, 1) @ x / (x @ x)
-    bad = np.stack(boot_bad, 1).any(1)
+    bad = np.stack(boot_bad, 1).any(1) | ~np.isfinite(slopes)
     slopes[bad] = np.inf
     upper = float(np.quantile(slopes, level, method="inverted_cdf"))
     return dict(beta=beta, upper=upper, lengths=tuple(lengths.tolist()), censored_weight=worst,

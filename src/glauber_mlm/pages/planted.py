@@ -92,7 +92,7 @@ def replant_growth(n, times, met, law: str, budget: int, largest: int = 3, locat
     f = law_function(law)
     target = own[mid] + np.log(f(lengths)) - np.log(f(lengths[mid]))
     shift = dict(zip(lengths.tolist(), target - own))
-    new = np.maximum(1.0, np.round(times * np.exp(np.vectorize(shift.get)(n))))
+    new = np.round(times * np.exp(np.vectorize(shift.get)(n)))  # a pair that started equal (T = 0) stays at 0
     return n, np.minimum(new, budget), met & (new <= budget)
 
 
