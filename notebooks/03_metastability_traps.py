@@ -928,13 +928,13 @@ run.conclude(
           "embedding distance from their start (Fig 7).",
     key_numbers={
         "trap radius r, calibrated before any chain ran": f"{radius:.3f} (one-token jitter quantile {q_radius:g})",
-        f"time trapped, τ = {tau_low:g} vs control τ = {tau_ctl:g}":
-            f"{crit['time_trapped_low']:.0%} vs {crit['time_trapped_control']:.0%} (means over {PS} paired chains)",
         f"time trapped, τ = {tau_low:g} vs its matched null (walks of its own increments, random signs; paired "
         "difference, 95% bootstrap over chains; sign-flip test of the ranks)":
             f"{frac[:PS].mean():.0%} vs {null_frac.mean():.0%}: {null_diff[0]:+.0%} [{null_diff[1]:+.0%}, "
             f"{null_diff[2]:+.0%}]; p = {trap_p:.3g}",
-        "paired difference (95% bootstrap over pairs)":
+        f"side reading, uncalibrated: time trapped, τ = {tau_low:g} vs the hot control τ = {tau_ctl:g}":
+            f"{crit['time_trapped_low']:.0%} vs {crit['time_trapped_control']:.0%} (means over {PS} paired chains)",
+        "side reading, uncalibrated: paired difference from the hot control (95% bootstrap over pairs)":
             f"{crit['difference']:+.0%} [{crit['ci_low']:+.0%}, {crit['ci_high']:+.0%}]",
         f"Kaplan–Meier median dwell at τ = {tau_low:g}":
             f"{low_row.median_dwell:g} [{low_row.median_dwell_ci_low:g}, {low_row.median_dwell_ci_high:g}] steps "
