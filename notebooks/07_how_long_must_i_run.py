@@ -21,11 +21,11 @@
 #
 # $$d_{\mathrm{TV}}(\pi_t, \pi) \le \mathbb{E}\left[\max\left(0, \left\lceil \frac{\tau_L - L - t}{L} \right\rceil\right)\right],$$
 #
-# with π_t the law after t steps (`gm.lag_coupling.lag_coupling`, `tv_bound`). This page checks the bound
+# with π_t the law after t steps (`glauber_mlm.samplers.lag_coupling`: `lag_coupling`, `tv_bound`). This page checks the bound
 # against the exact distance on an Ising chain small enough to enumerate, then reads it on the embedded model
 # over a grid of τ and n: the steps after which its upper interval end falls below each target distance
 # (`steps_below`). At low τ, where the paper's traps live, no number of steps is affordable; replica exchange
-# of Metropolis–Hastings chains over a temperature ladder (`gm.tempering.replica_exchange`) is compared with
+# of Metropolis–Hastings chains over a temperature ladder (`glauber_mlm.samplers.tempering.replica_exchange`) is compared with
 # plain MH at the same number of forward rows on an exact two-well model, then on the embedded model with the
 # pseudo-log-likelihood energy, where what counts is the number of basins (notebook 03's traps) a cold chain
 # visits per forward row.
@@ -93,7 +93,7 @@ import glauber_mlm as gm
 from glauber_mlm import exact
 from glauber_mlm.exact.calibration import chain_counts
 from glauber_mlm.pages.checks import Check, calibrate
-from glauber_mlm.samplers.lag_coupling import exact_lag_bound, lag_coupling, tv_bound
+from glauber_mlm.samplers.lag_coupling import LagCoupling, exact_lag_bound, lag_coupling, tv_bound
 from glauber_mlm.pages.run import Run
 from glauber_mlm.measures import semantic
 from glauber_mlm.models.passages import load_passages, passage_pairs, sample_passages
@@ -379,7 +379,7 @@ rows, curves = [], []
 for n, res in runs_mlm.items():
     for k, tau in enumerate(taus):
         own = slice(k * P, (k + 1) * P)
-        part = gm.lag_coupling.LagCoupling(res.meeting_times[own], res.met[own], res.lag, res.budget, 0)
+        part = LagCoupling(res.meeting_times[own], res.met[own], res.lag, res.budget, 0)
         t_grid = np.arange(0, int(part.meeting_times.max()) - part.lag + 2)
         with warnings.catch_warnings():  # a censored cell gives a lower estimate: the table counts its censored runs
             warnings.simplefilter("ignore")

@@ -346,6 +346,13 @@ def test_pages_fold_the_machinery_and_offer_their_files(built):
         link = re.search(rf'href="([^"]*{re.escape(name)})"', html)
         assert link, name
         assert (built.root / "_build" / "html" / "book" / "notebooks" / link.group(1)).resolve().is_file(), link.group(1)
+    # the source is derived at build time from the executed notebook, not kept as a copy beside its outputs
+    assert not (built.root / "book" / "notebooks" / "99_example" / "99_example.py").exists()
+    import jupytext
+
+    source = jupytext.read(built.root / "book" / "_generated" / "sources" / "99_example.py")
+    ran = [c["source"] if isinstance(c["source"], str) else "".join(c["source"]) for c in code[1:]]
+    assert [c.source for c in source.cells if c.cell_type == "code"] == ran  # the code that ran, parameters included
 
 
 def test_run_takes_from_the_namespace_only_the_profile_keys_and_refuses_a_clash(tmp_path):

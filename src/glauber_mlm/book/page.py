@@ -7,15 +7,19 @@ Applied to a finished run before it is published (`run_notebook`):
   computes the result box (`run.conclude`) show their output with the code folded (`hide-input`),
   and the closing `run.finish()` cell is removed (the execution page lists every run's provenance);
 - a last section links the page's tables (CSV), figures (PNG), provenance.json, the executed notebook and
-  its Jupytext source, so a reader can take the numbers home;
+  its Jupytext source, so a reader can take the numbers home. The source is not copied into the page's folder
+  (`book/notebooks/` holds only what execution produced): `write_sources` derives it at every build from the
+  executed notebook itself, so it is the code that ran, with the parameters papermill injected;
 - a first cell, removed from the HTML page, installs the package when the notebook is opened on Colab.
 """
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 from .parameters import REPO
+
+SOURCES = Path("book") / "_generated" / "sources"  # gitignored; written by every build
+SOURCE_TAGS = ("parameters", "injected-parameters", "plan")  # the tags a rerun needs
 
 PLOTTING = ("plt.subplots", "plt.figure", "save_figure", "sns.", "interactive_map(", "interactive_heatmap(")
 
@@ -79,16 +83,52 @@ def add_colab_setup(nb, repository_url: str) -> None:
 
 
 def add_downloads(nb, results: Path, source: Path) -> None:
-    """Copy the Jupytext `source` into `results` and append a markdown cell linking every file there."""
+    """Append a markdown cell linking every file in `results`, the executed notebook and its Jupytext source (which
+    `write_sources` writes at build time to `SOURCES`, beside the book's other generated files)."""
     import nbformat
 
     results = Path(results)
-    shutil.copy2(source, results / source.name)
     files = sorted(p.name for p in results.iterdir() if p.is_file())
-    kind = {".csv": "table", ".png": "figure", ".py": "Jupytext source",
+    kind = {".csv": "table", ".png": "figure",
             "provenance.json": "provenance", "result.json": "the result box: claim, key numbers, checks, verdict"}
     links = [f"- [{name}]({results.name}/{name}) ({kind.get(name, kind.get(Path(name).suffix, 'file'))})"
              for name in files]
     links.append(f"- [{results.name}.ipynb]({results.name}.ipynb) (this executed notebook)")
+    links.append(f"- [{source.name}](../_generated/sources/{source.name}) (its Jupytext source: the code that ran, "
+                 "with the parameters it ran with)")
     text = "## Downloads\n\nEverything this page computed, as files:\n\n" + "\n".join(links)
     nb.cells.append(nbformat.v4.new_markdown_cell(text))
+
+
+def jupytext_source(executed: Path) -> str:
+    """The Jupytext (percent) source of the executed notebook `executed`: its cells without outputs, less the cells
+    added after the run (the Colab set-up and the downloads), so it reruns as it ran."""
+    import jupytext
+    import nbformat
+
+    nb = nbformat.read(executed, as_version=4)
+    added = (COLAB_SETUP.partition("\n")[0], "## Downloads\n")
+    nb.cells = [c for c in nb.cells if not c.source.startswith(added)]
+    for cell in nb.cells:  # the run's bookkeeping (papermill timings, folding tags) is not code
+        cell.metadata = {"tags": [t for t in cell.metadata.get("tags", []) if t in SOURCE_TAGS]}
+        if not cell.metadata["tags"]:
+            cell.metadata = {}
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
+    nb.metadata = {"kernelspec": nb.metadata.get("kernelspec", {})}
+    return jupytext.writes(nb, fmt="py:percent")
+
+
+def write_sources(root: Path) -> list[Path]:
+    """Write the Jupytext source of every executed notebook in `root/book/notebooks` to `root/SOURCES` (the files its
+    Downloads section links); returns the files written."""
+    out = Path(root) / SOURCES
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for executed in sorted((Path(root) / "book" / "notebooks").glob("*.ipynb")):
+        path = out / f"{executed.stem}.py"
+        text = jupytext_source(executed)
+        if not path.exists() or path.read_text() != text:
+            path.write_text(text)
+        written.append(path)
+    return written

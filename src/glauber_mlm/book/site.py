@@ -13,6 +13,7 @@ from pathlib import Path
 import yaml
 
 from .errors import BookError
+from .page import write_sources
 from ..contract import read_provenance, read_result, read_rules
 from .parameters import NOTEBOOKS, REPO
 from .publish import check_published, problems
@@ -371,6 +372,7 @@ def build_book(root: Path, quiet: bool = False) -> Path:
     for doc in added:
         print(f"toc: adding {doc} (executed, not listed in _toc.yml)")
     ship_plotly(root)
+    write_sources(root)
     write_verdicts(root)
     write_rules_record(root)
     if not (root / EXECUTION).exists():  # built without `glauber-mlm book` (which writes it with what it executed)
