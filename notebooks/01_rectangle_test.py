@@ -649,4 +649,7 @@ run.conclude(
               "(tests/test_rectangle.py), not a check that could fail")
 
 # %%
+run.rules_history()  # "How these rules came to be", from notebooks/rules.json
+
+# %%
 run.finish()

@@ -575,4 +575,6 @@ run.conclude(
 
 # %%
 run.rules_history()  # "How these rules came to be", from notebooks/rules.json
+
+# %%
 run.finish()

@@ -622,4 +622,6 @@ run.conclude(
 
 # %%
 run.rules_history()  # "How these rules came to be", from notebooks/rules.json
+
+# %%
 run.finish()

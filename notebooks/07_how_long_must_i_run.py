@@ -766,4 +766,7 @@ run.conclude(
               "not a check); tempering at other lengths, ladders or basin criteria")
 
 # %%
+run.rules_history()  # "How these rules came to be", from notebooks/rules.json
+
+# %%
 run.finish()

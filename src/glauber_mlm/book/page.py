@@ -5,7 +5,8 @@ Applied to a finished run before it is published (`run_notebook`):
   the profile, the provenance it prints) and the cell tagged `plan` (its planned work) are folded whole
   (`hide-cell`); every plotting cell and the cell that
   computes the result box (`run.conclude`) show their output with the code folded (`hide-input`),
-  and the closing `run.finish()` cell is removed (the execution page lists every run's provenance);
+  the closing `run.finish()` cell is removed (the execution page lists every run's provenance), and the cell
+  before it, `run.rules_history()`, shows only the section it writes ("How these rules came to be");
 - a last section links the page's tables (CSV), figures (PNG), provenance.json, the executed notebook and
   its Jupytext source, so a reader can take the numbers home. The source is not copied into the page's folder
   (`book/notebooks/` holds only what execution produced): `write_sources` derives it at every build from the
@@ -49,6 +50,8 @@ def fold_machinery(nb) -> None:
         source = cell.source
         if source.strip() == "run.finish()":
             _tag(cell, "remove-cell")
+        elif source.lstrip().startswith("run.rules_history()"):
+            _tag(cell, "remove-input")  # the section it writes is prose, not code that tests the claim
         elif any(p in source for p in PLOTTING) or "run.conclude(" in source:
             _tag(cell, "hide-input")
 
