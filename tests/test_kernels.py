@@ -14,8 +14,8 @@ uniform falls that close to a boundary (a near-tie) may take the neighbouring to
 chain follows another, equally valid path. On the MLM fixtures the replay therefore notes its near-ties (`near_ties`):
 a chain may part from the recording only at one of them, everything before it is compared as above, and only what
 follows goes uncompared (seen on an AMX Xeon: 1 chain of 4 in 7 of the 28 embedded-model cases, 8 with AVX2 kernels
-forced by ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2; the Glauber one
-parts at a draw 2.5e-8 from a CDF boundary).
+forced by ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2; the Glauber one parts at a draw 2.5e-8 from a CDF
+boundary).
 """
 from __future__ import annotations
 
