@@ -131,15 +131,15 @@ def planned_work(p: dict) -> list[Work]:
                  Work("rectangles: rectangle_test", m, n, 4 * R, math.ceil(R / 128), "float32", upper=True),
                  Work("float64 twin (forward rounding)", m, n, 4 * twin, 1, "float64", upper=True),
                  Work("ρ against temperature", m, n, 2 * R2 + (1 + T) * 4 * R2, 2 + T, "float32", upper=True),
-                 # the checks' calibrations on planted models: certification (2 × 10 × 6R rows) and the residual's
-                 # rule (2 × 10 × pairs × 2(k + 1)) per model
-                 Work("calibration: certified share", "pairwise models", n, 20 * 6 * R, 20 * (1 + math.ceil(R / CHUNK)),
+                 # the checks' calibrations on planted models, 10 truths and 30 nulls each (NULL_REPLICATES below):
+                 # certification (40 × 6R rows) and the residual's rule (40 × pairs × 2(k + 1)) per model
+                 Work("calibration: certified share", "pairwise models", n, 40 * 6 * R, 40 * (1 + math.ceil(R / CHUNK)),
                       kind="exact", upper=True),
                  Work("calibration: Arnold–Press residual", "pairwise models", n,
-                      20 * min(p["compat_pairs"], R) * 2 * (p["compat_k"] + 1), 40, kind="exact", upper=True)]
-    # and once for every model, the Spearman rule's (20 truths: 6R rows; 20 nulls: 10R)
-    work.append(Work("calibration: Spearman(|ρ|, influence)", "pairwise models", n, 20 * 16 * R,
-                     40 * (1 + math.ceil(R / CHUNK)), kind="exact", upper=True))
+                      40 * min(p["compat_pairs"], R) * 2 * (p["compat_k"] + 1), 80, kind="exact", upper=True)]
+    # and once for every model, the Spearman rule's (20 truths: 6R rows; 30 nulls: 10R)
+    work.append(Work("calibration: Spearman(|ρ|, influence)", "pairwise models", n, (20 * 6 + 30 * 10) * R,
+                     50 * (1 + math.ceil(R / CHUNK)), kind="exact", upper=True))
     return work
 
 
@@ -396,6 +396,9 @@ glue("temperature_finding", Markdown(" ".join(
 
 # %%
 SPEARMAN_BOOT = 500  # resamples of the contexts, here and in the calibration
+# planted nulls per calibration: 0 passes in 30 bound the false-pass rate at 0.095 (one-sided 95 %), the fewest that
+# let a pass decide (checks.replicates_to_bound)
+NULL_REPLICATES = 30
 bin_rows, corr_rows = [], []
 n_bins = max(2, min(10, R // 40))
 for mlm in mlms:
@@ -430,12 +433,14 @@ legend_outside(ax, "below", ncol=2)  # below: the panel keeps the width on a pho
 run.save_figure(fig, "rho_against_influence")
 influence_cal = influence_correlation_calibration(
     run["length"], min(n["logit_std"] for n in noise_rows), run["contexts"], run["per_passage"], run["top_k"],
-    float(correlation.context_sd_log_rho.max()), replicates=20, n_boot=SPEARMAN_BOOT, seed=run["seed"])
+    float(correlation.context_sd_log_rho.max()), replicates=20, null_replicates=NULL_REPLICATES, n_boot=SPEARMAN_BOOT,
+    seed=run["seed"])
 glue("influence_finding", Markdown(" ".join(
     f"On {r.model} the Spearman correlation of |ρ| with the influence is {r.spearman:+.2f} [{r.ci_low:+.2f}, "
     f"{r.ci_high:+.2f}] (95%, resampling its {r.contexts} contexts)." for r in correlation.itertuples())
     + f" The rule (lower bound above zero for every model) has power {influence_cal.power:.2f} and size "
-      f"{influence_cal.size:.2f} at this design ({influence_cal.replicates} replicates each)."), display=False)
+      f"{influence_cal.size:.2f} at this design ({influence_cal.replicates} planted truths, "
+      f"{influence_cal.null_replicates} planted nulls)."), display=False)
 show_table(readable(correlation))
 
 # %% [markdown]
@@ -543,7 +548,8 @@ run.save_figure(fig, "residual_against_rho")
 
 # the residual rule's power and size at this design, per model (its tolerance and logit spread)
 residual_cal = {r["model"]: residual_calibration(run["length"], n["logit_std"], n_pairs, run["compat_k"], r["tolerance"],
-                                                 replicates=10, q=32, seed=run["seed"])
+                                                 replicates=10, null_replicates=NULL_REPLICATES, q=32,
+                                                 seed=run["seed"])
                 for r, n in zip(compat_summaries, noise_rows)}
 glue("compat_agreement", Markdown("\n".join(
     f"- **{r.model}** ({r.pairs} pairs, k = {r.k}): the residual flags {r.flagged:.1%} of the pairs (the rule asks "
@@ -585,12 +591,14 @@ turned(compat_summary)
 
 # %%
 cert_cal = {r["model"]: certification_calibration(run["length"], n["logit_std"], run["contexts"], run["per_passage"],
-                                                  run["top_k"], r["tolerance"], replicates=10, seed=run["seed"])
+                                                  run["top_k"], r["tolerance"], replicates=10,
+                                                  null_replicates=NULL_REPLICATES, seed=run["seed"])
             for r, n in zip(summaries, noise_rows)}
 calibrations = {"certified share": cert_cal, "Arnold–Press residual": residual_cal,
                 "Spearman(|ρ|, influence)": {"all models": influence_cal}}
 calibration_table = run.save_table(pd.DataFrame([
-    dict(rule=rule, model=m, power=c.power, size=c.size, replicates=c.replicates, calibrated_on=c.calibrated_on)
+    dict(rule=rule, model=m, power=c.power, size=c.size, replicates=c.replicates,
+         null_replicates=c.null_replicates, calibrated_on=c.calibrated_on)
     for rule, per_model in calibrations.items() for m, c in per_model.items()]), "calibration")
 
 
@@ -598,7 +606,8 @@ def weakest(per_model: dict) -> Calibration:
     """A check that must hold for every model: the smallest power and the largest size of the models'."""
     cs = list(per_model.values())
     return Calibration(min(c.power for c in cs), max(c.size for c in cs), min(c.replicates for c in cs),
-                       "; ".join(dict.fromkeys(c.calibrated_on for c in cs)))
+                       "; ".join(dict.fromkeys(c.calibrated_on for c in cs)),
+                       null_replicates=min(c.null_replicates for c in cs))
 
 
 cert_calibration, residual_calibration_all = weakest(cert_cal), weakest(residual_cal)

@@ -121,7 +121,7 @@ PROFILES = {
                   calibration_passages=4, basin_dwell=5, **RULES),
     "cpu":   dict(model=None, device=None, seed=0, passages="embedded", lengths=[8, 16], temperatures=[2.0, 3.0, 5.0],
                   pairs=40, lag=32, budget=3000, ising_length=5, ising_coupling=1.2, ising_lags=[1, 8], ising_runs=400,
-                  ising_steps=120, replicates=20, well_length=5, well_coupling=8.0, rungs=6, hot=8.0, ensembles=32,
+                  ising_steps=120, replicates=30, well_length=5, well_coupling=8.0, rungs=6, hot=8.0, ensembles=32,
                   rounds=200, steps_per_round=5, temper_length=12, temper_ensembles=6, temper_rungs=4,
                   temper_cold=0.1, temper_hot=1.0, temper_rounds=16, temper_steps_per_round=10, temper_record_every=5,
                   calibration_passages=32, basin_dwell=40, **RULES),

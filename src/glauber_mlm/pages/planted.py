@@ -257,7 +257,7 @@ def rhat_agreement_calibration(chains: int, draws: int, phi: float, threshold: f
 
 
 def certification_calibration(length: int, logit_std: float, contexts: int, per_passage: int, top_k: int,
-                              tolerance: float, replicates: int = 20, q: int = 64, seed: int = 0):
+                              tolerance: float, replicates: int = 20, q: int = 64, seed: int = 0, null_replicates: int | None = None):
     """Power and size of notebook 01's rule "the Wilson 95% lower bound of the share of rectangles with |ρ| above
     `tolerance` exceeds one half" at its design (contexts × rectangles per context, top-k tokens).
 
@@ -279,6 +279,7 @@ def certification_calibration(length: int, logit_std: float, contexts: int, per_
         return proportion_ci(int((abs_rho > tolerance).sum()), abs_rho.size)[1] > 0.5
 
     return calibrate(rule, lambda rng: draw(rng, False), lambda rng: draw(rng, True), replicates, seed=seed,
+                     null_replicates=null_replicates,
                      calibrated_on=(f"incompatible / compatible pairwise models (n = {length}, q = {q}, logit sd "
                                     f"{logit_std:.2g}), {contexts} × {per_passage} rectangles"))
 
@@ -481,7 +482,7 @@ def influence_rho_sample(rng: np.random.Generator, length: int, logit_std: float
 
 def influence_correlation_calibration(length: int, logit_std: float, contexts: int, per_passage: int, top_k: int,
                                       context_sd: float, replicates: int = 20, q: int = 16, n_boot: int = 300,
-                                      seed: int = 0):
+                                      seed: int = 0, null_replicates: int | None = None):
     """Power and size of notebook 01's rule "the Spearman correlation of |ρ| with influence has a 95% lower bound > 0,
     resampling contexts" (`stats.spearman_ci`) at its design, on `influence_rho_sample` (truth: dependent; null: not)."""
     from .checks import calibrate
@@ -496,13 +497,14 @@ def influence_correlation_calibration(length: int, logit_std: float, contexts: i
                                                 dependent, q)
 
     return calibrate(rule, draw(True), draw(False), replicates, seed=seed,
+                     null_replicates=null_replicates,
                      calibrated_on=(f"graded pairwise models (n = {length}, q = {q}, logit sd {logit_std:.2g}, context "
                                     f"sd of log τ {context_sd:.2f}), {contexts} × {per_passage} rectangles: influence "
                                     f"and |ρ| from one model / from independent ones"))
 
 
 def residual_calibration(length: int, logit_std: float, pairs: int, k: int, tolerance: float, share: float = 0.9,
-                         replicates: int = 10, q: int = 64, seed: int = 0):
+                         replicates: int = 10, q: int = 64, seed: int = 0, null_replicates: int | None = None):
     """Power and size of notebook 01's rule "the Arnold–Press residual RMS exceeds `tolerance` on at least `share` of
     the pairs" at its design (`pairs` pairs of sites, top-k candidates): planted truth random incompatible pairwise
     models with the MLM's logit spread, planted null compatible ones (fresh seeds: the tolerance was set on another)."""
@@ -521,7 +523,8 @@ def residual_calibration(length: int, logit_std: float, pairs: int, k: int, tole
             return compatibility_test(model, top_k_candidates(model, ctx, i, j, k)).rms.numpy()
         return sample
 
-    return calibrate(lambda rms: bool((rms > tolerance).mean() >= share), draw(False), draw(True), replicates, seed=seed,
+    return calibrate(lambda rms: bool((rms > tolerance).mean() >= share), draw(False), draw(True), replicates,
+                     seed=seed, null_replicates=null_replicates,
                      calibrated_on=(f"incompatible / compatible pairwise models (n = {length}, q = {q}, logit sd "
                                     f"{logit_std:.2g}), {pairs} pairs, k = {k}"))
 
