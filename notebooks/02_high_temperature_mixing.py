@@ -67,7 +67,7 @@ import glauber_mlm as gm
 from glauber_mlm.pages.checks import Check, smallest_decisive
 from glauber_mlm.pages.run import Run
 from glauber_mlm.models.passages import load_passages, passage_pairs
-from glauber_mlm.pages.planted import GROWTH_LIMIT, growth_replant_calibration, grows_slower_than_n15
+from glauber_mlm.pages.planted import GROWTH_LEVEL, GROWTH_LIMIT, growth_replant_calibration, grows_slower_than_n15
 from glauber_mlm.pages.plots import interactive_heatmap, interval_errorbar, show_table
 from glauber_mlm.stats import (censored_median, censored_median_ci, fit_exponent_ci, fit_scaling_ci, judge_laws,
                                law_exponent, law_function, local_exponent, ratio_trend, slow_to_fast_boundary,
@@ -489,8 +489,10 @@ show_table(verdicts.assign(law=verdicts.law.replace(LAW_NAMES),
 # furthest apart, at the largest lengths: at each of the three largest lengths the location of the coupling times is
 # their Harrell–Davis median (a smooth median, every order statistic weighted), and the local exponent is the
 # least-squares slope of its log on log n (`stats.local_exponent`). The check passes at a temperature when the
-# one-sided 95 % bootstrap upper bound of that exponent, pairs (the independent units) resampled within each length,
-# lies below 1.5: the coupling times grow more slowly than $n^{1.5}$ there. Pairs that never met within the budget
+# one-sided 97.5 % bootstrap upper bound of that exponent, pairs (the independent units) resampled within each length,
+# lies below 1.5: the coupling times grow more slowly than $n^{1.5}$ there. The bound is 97.5 % rather than 95 %
+# because the percentile bound of this slope under-covers at 48 pairs per length (at 95 % it passed 0.095 of Ising
+# runs replanted as $n^{1.5}$); what it buys is measured, not assumed: the calibration below gives its false-pass rate. Pairs that never met within the budget
 # enter at the budget as the largest times; where they carry more than 1 % of a length's median weight (about a
 # third of its pairs) the exponent is not computed, and a resample where that happens counts as infinitely steep.
 #
@@ -505,7 +507,7 @@ show_table(verdicts.assign(law=verdicts.law.replace(LAW_NAMES),
 growth_rows, designs_by_tau = [], {}
 for tau in scaling_taus:
     g = scaling_times[scaling_times.temperature == tau]
-    est = local_exponent(g.length, g.time, g.met, seed=run["seed"])
+    est = local_exponent(g.length, g.time, g.met, level=GROWTH_LEVEL, seed=run["seed"])
     growth_rows.append(dict(temperature=tau, lengths="–".join(f"{n:g}" for n in est["lengths"]),
                             pairs=run["scaling_pairs"], exponent=est["beta"], upper_one_sided=est["upper"],
                             limit=GROWTH_LIMIT, nlogn_exponent=law_exponent("n log n", est["lengths"]),
@@ -527,12 +529,12 @@ says = {True: "passes", False: "fails", None: "cannot be computed (too many cens
 glue("check_finding", Markdown(
     "The rule " + "; ".join(
         f"{says[r.passes]} at τ = {r.temperature:g}: over n = {r.lengths.replace('–', ', ')} the local exponent is "
-        f"{r.exponent:.2f} with one-sided 95 % upper bound {r.upper_one_sided:.2f} (the limit is {r.limit:g}; n log n's "
+        f"{r.exponent:.2f} with one-sided 97.5 % upper bound {r.upper_one_sided:.2f} (the limit is {r.limit:g}; n log n's "
         f"own local exponent there is {r.nlogn_exponent:.2f}), and its calibration on this run's times gives "
         f"{calibrations[r.temperature]}"
         for r in growth.itertuples()) + "."), display=False)
 show_table(growth.rename(columns={"temperature": "τ", "exponent": "local exponent",
-                                  "upper_one_sided": "one-sided 95% upper bound", "nlogn_exponent": "n log n's",
+                                  "upper_one_sided": "one-sided 97.5% upper bound", "nlogn_exponent": "n log n's",
                                   "censored_weight": "censored weight"}))
 
 # %% [markdown]
@@ -553,15 +555,15 @@ run.conclude(
            for name, g in phase.groupby("model", sort=False)},
         **{f"{name}: slow-to-fast boundary (lowest grid τ from which every length couples)": f"τ = {b:g}"
            for name, b in boundaries.items()},
-        **{f"local exponent of T at τ = {r.temperature:g}, n = {r.lengths} (one-sided 95% upper bound)":
+        **{f"local exponent of T at τ = {r.temperature:g}, n = {r.lengths} (one-sided 97.5% upper bound)":
            (f"{r.exponent:.2f} (≤ {r.upper_one_sided:.2f}); n log n's {r.nlogn_exponent:.2f}, n¹·⁵'s 1.5"
             if np.isfinite(r.exponent) else "not computed: too many censored pairs")
            for r in growth.itertuples()},
     },
     checks=[Check(f"the coupling times grow more slowly than n¹·⁵, the nearest faster law than n log n, at the "
-                  f"largest lengths at τ = {r.temperature:g} ({mlm.name}): the local exponent's one-sided 95% upper "
+                  f"largest lengths at τ = {r.temperature:g} ({mlm.name}): the local exponent's one-sided 97.5% upper "
                   "bound lies below 1.5",
-                  statistic="one-sided 95% bootstrap upper bound (pairs resampled) of the local exponent: the slope "
+                  statistic="one-sided 97.5% bootstrap upper bound (pairs resampled) of the local exponent: the slope "
                             "of the log Harrell–Davis median of T on log n over the three largest lengths",
                   threshold="passes when below 1.5, the exponent of n¹·⁵",
                   value=(f"{r.upper_one_sided:.2f} (exponent {r.exponent:.2f} over n = {r.lengths}; n log n's "

@@ -30,7 +30,7 @@ def test_the_rule_decides_on_the_bound_a_page_shows():
     """The bound beside a check (`local_exponent(..., seed)`'s `upper`) is the one the rule reads."""
     for seed in range(6):
         n, t, met = planted_times("n^1.4", seed=seed)
-        est = stats.local_exponent(n, t, met, seed=seed)
+        est = stats.local_exponent(n, t, met, level=planted.GROWTH_LEVEL, seed=seed)
         assert planted.grows_slower_than_n15((n, t, met), seed=seed) is bool(est["upper"] < planted.GROWTH_LIMIT)
 
 

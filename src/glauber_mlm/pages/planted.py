@@ -38,21 +38,25 @@ def ising_coupling_samples(seed: int, replicates: int, lengths, pairs: int, budg
 
 
 GROWTH_LIMIT = 1.5  # the exponent the growth rule's upper bound must lie below: n^1.5, the nearest faster law
+# the one-sided coverage of the rule's bootstrap bound: the percentile bound of the Harrell–Davis slope under-covers at
+# 48 pairs per length (at nominal 95 % it passed 19 of 200 Ising runs replanted as n^1.5, 0.095), so the rule reads
+# the 97.5 % bound, whose false-pass rate the pages' calibrations measure (about 0.05)
+GROWTH_LEVEL = 0.975
 
 
 def grows_slower_than_n15(sample, seed: int = 0, largest: int = 3) -> bool | None:
-    """The growth rule of notebooks 02 and 00 on (n, times, met): True when the one-sided 95 % bootstrap upper bound
+    """The growth rule of notebooks 02 and 00 on (n, times, met): True when the one-sided 97.5 % bootstrap upper bound
     of the local exponent at the `largest` largest lengths (`stats.local_exponent`: the slope of the log
     Harrell–Davis median on log n, pairs resampled within each length) lies below 1.5, i.e. the coupling times grow
     more slowly than n^1.5 there; False when it does not; None when the exponent cannot be computed (a length's
     censored pairs carry too much of its median's weight).
 
     n log n's local exponent falls towards 1 as n grows (1.29 over n = 32, 64, 128), so where n log n is the truth
-    the rule passes once the bound is narrow enough; it calls `local_exponent` with its defaults, so the bound a page
-    shows beside the check (the same call, the same seed) is the one that decides."""
+    the rule passes once the bound is narrow enough. Pages show the bound of `local_exponent(..., level=GROWTH_LEVEL,
+    seed=seed)`, the same call, so the bound beside the check is the one that decides."""
     from ..stats import local_exponent
 
-    est = local_exponent(*sample, largest=largest, seed=seed)
+    est = local_exponent(*sample, largest=largest, level=GROWTH_LEVEL, seed=seed)
     return None if not np.isfinite(est["beta"]) else bool(est["upper"] < GROWTH_LIMIT)
 
 
