@@ -50,8 +50,13 @@ def test_coupling_curves_are_survivals_above_the_exact_distance(out):
         assert (np.diff(g.exact_tv) <= 1e-12).all() and (np.diff(g.survival) <= 0).all()
     summary = read_table(out, "coupling_check")
     checks = read_table(out, "checks")
-    assert len(checks) == 1 and checks.replicates.iloc[0] == REPLICATES
+    assert len(checks) == 2 and (checks.replicates == REPLICATES).all() and checks.core.tolist() == [True, False]
     assert checks.rule_says.iloc[0] == ("pass" if (summary.slack >= 0).all() else "fail")
+    # the L-lag side check reads its own table with notebook 07's rule
+    lag = read_table(out, "lag_bounds")
+    read = lag[lag.exact_tv >= 0.02]
+    assert lag.passage.nunique() == DOCUMENTS and (lag.bound_high >= lag.bound - 1e-12).all()
+    assert checks.rule_says.iloc[1] == ("pass" if (read.bound_high >= read.exact_tv).all() else "fail")
     assert (summary.pairs == PAIRS).all() and (summary.met <= PAIRS).all()
     result = json.loads((out / "result.json").read_text())
     assert result["question"] == "book" and any(k.startswith("exact t_mix") for k in result["numbers"])
@@ -91,3 +96,7 @@ def test_the_coupling_rule_passes_the_tightest_coupling_and_fails_a_faster_one()
     assert np.abs(ci.survival(times, met, 300) - curves[0]).max() < 0.02  # P(T > t) = TV_t
     cal = ci.calibration(curves, 400, 300, 100, seed=1)
     assert cal.power >= 0.9 and cal.size <= 0.05
+    # the L-lag rule reads only where the exact distance is at least the floor
+    assert ci.covers([0.5, 0.2, 0.0], [0.4, 0.1, 0.01], 0.02) is True
+    assert ci.covers([0.5, 0.05, 0.0], [0.4, 0.1, 0.01], 0.02) is False
+    assert ci.covers([0.5], [0.01], 0.02) is None

@@ -9,6 +9,9 @@ Dvoretzky–Kiefer–Wolfowitz–Massart bound). The rule: Ŝ(t) + ε_N ≥ TV_t
 Calibration (`calibration`): the planted truth draws each cell's N times from the law whose survival is the exact TV
 curve itself, the tightest coupling the inequality allows (power); the planted null halves those times, a coupling
 that meets faster than any coupling can (size).
+
+The L-lag bound (`samplers.lag_coupling`) is held to an exact d(t) the same way (`covers`, notebook 07's rule); its
+planted null halves each run's coupled phase (`halved_meetings`).
 """
 from __future__ import annotations
 
@@ -65,3 +68,18 @@ def calibration(curves: list, pairs: int, budget: int, replicates: int, level: f
 
     return calibrate(lambda cells: holds(cells, budget, level), truth, null, replicates,
                      "times drawn with P(T > t) = the exact TV (truth) / those times halved (null)", seed)
+
+
+def covers(high, exact_tv, floor: float = 0.02) -> bool | None:
+    """The L-lag rule (notebook 07's): the bound's upper interval end ≥ the exact d(t) at every t of the grid where
+    d(t) ≥ `floor` (below it the bound's rare non-zero terms say nothing); None where no t is read."""
+    high, tv = np.asarray(high, dtype=float), np.asarray(exact_tv, dtype=float)[: np.size(high)]
+    read = tv >= floor
+    return None if not read.any() else bool((high[: tv.size][read] >= tv[read]).all())
+
+
+def halved_meetings(result):
+    """A planted too-fast L-lag run: each coupled phase half as long, τ_L ↦ L + ⌊(τ_L − L)/2⌋ (censored runs kept)."""
+    from dataclasses import replace
+
+    return replace(result, meeting_times=result.lag + (result.meeting_times - result.lag) // 2)
