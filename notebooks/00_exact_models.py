@@ -84,8 +84,9 @@ from glauber_mlm.pages.checks import Check, smallest_decisive
 from glauber_mlm.pages.run import Run
 from glauber_mlm.rng import cell_seed
 from glauber_mlm.models.passages import load_passages, sample_passages
-from glauber_mlm.pages.planted import (GROWTH_LIMIT, closed_form_calibration, ising_growth_calibration,
-                                       ising_influence_calibration, slowdown_calibration, stationary_test_calibration)
+from glauber_mlm.pages.planted.chains import slowdown_calibration, stationary_test_calibration
+from glauber_mlm.pages.planted.growth import GROWTH_LIMIT, ising_growth_calibration
+from glauber_mlm.pages.planted.rectangles import closed_form_calibration, ising_influence_calibration
 from glauber_mlm.pages.plots import interval_errorbar, show_table
 from glauber_mlm.measures.rectangle import float64_twin, noise_tolerance
 from glauber_mlm.stats import (bootstrap_ci, censored_median_ci, clopper_pearson, fit_scaling_ci, law_exponent,
@@ -177,15 +178,16 @@ def planned_work(p: dict) -> list[Work]:
                      kind="exact", upper=True))
     # the MLM's fp32 rounding in ρ: its first min(64, R) rectangles through a float64 copy (rectangle section)
     work.append(Work("float64 twin (forward rounding)", m, n_rect, 4 * min(64, R), 1, "float64", upper=True))
-    # the checks' calibrations: 20 replicate ordered-pair runs per low τ (`slowdown_calibration`), 2 × 20 toys'
-    # rectangles (`closed_form_calibration`) and 2 × 10 Ising chains over all contexts (`ising_influence_calibration`)
+    # the checks' calibrations (30 replicates each, the fewest with which 0 false passes can decide a pass): 30
+    # replicate ordered-pair runs per low τ (`slowdown_calibration`), 2 × 30 toys' rectangles
+    # (`closed_form_calibration`) and 2 × 30 Ising chains over all contexts (`ising_influence_calibration`)
     # notebook 02's growth rule on the Ising chain: growth_runs independent runs of growth_pairs pairs per length
     work += [Work("growth rule: independent Ising runs", "Ising chain", n, 2 * p["growth_runs"] * p["growth_pairs"]
                   * p["growth_budget"], p["growth_budget"], kind="exact", upper=True)
              for n in sorted(set(p["growth_lengths"]))]
-    work += [Work("calibration: slow-down rate", "Ising chain", p["low_length"], 2 * 20 * pairs * budget * lows,
+    work += [Work("calibration: slow-down rate", "Ising chain", p["low_length"], 2 * 30 * pairs * budget * lows,
                   budget * lows, kind="exact", upper=True),
-             Work("calibration: closed forms", "pairwise models", k, 40 * 6 * R + 20 * 2**k * k * (1 + k), 40 + 20 * (1 + k),
+             Work("calibration: closed forms", "pairwise models", k, 60 * 6 * R + 60 * 2**k * k * (1 + k), 60 + 60 * (1 + k),
                   kind="exact", upper=True)]
     return work
 
@@ -264,7 +266,7 @@ turned(stationary, "scan", LAW_COLUMNS | {"scan": "scan"})
 # (`planted.stationary_test_calibration`).
 
 # %%
-law_calibration = {scan: stationary_test_calibration(potts, tau_law, n_chains, n_sweeps, scan, replicates=10,
+law_calibration = {scan: stationary_test_calibration(potts, tau_law, n_chains, n_sweeps, scan, replicates=30,
                                                      seed=run["seed"] + 1) for scan in ("random", "systematic")}
 run.save_table(pd.DataFrame([dict(scan=k, power=c.power, size=c.size, replicates=c.replicates,
                                   calibrated_on=c.calibrated_on) for k, c in law_calibration.items()]),
@@ -408,7 +410,7 @@ run.save_table(scaling, "ising_scaling_fit")
 run.save_table(slow_table, "ising_slowdown_fit")
 # the rule "b's 95% interval meets [1, 2]" at this design: replicate runs of the ordered pair, their times replanted
 # at a rate inside [1, 2] (b = 1.5, truth) and half a unit outside it (b = 0.5 or 2.5, nulls)
-slow_calibration = slowdown_calibration(n_low, low_taus, n_pairs, T_budget, J, replicates=20, seed=run["seed"] + 2)
+slow_calibration = slowdown_calibration(n_low, low_taus, n_pairs, T_budget, J, replicates=30, seed=run["seed"] + 2)
 display(show_table(scaling.pivot(index="temperature", columns="law", values="r2_log").reset_index()
                    .rename(columns={"temperature": "τ (R² of log T per law)", "n^2": "n²"})))
 turned(slow_table.drop(columns=["start", "fit"]).assign(fit="log T ≈ b·J/τ + a"), "fit",
@@ -549,7 +551,7 @@ for name in rho:
 rect_cal = pd.DataFrame(rect_rows)
 run.save_table(rect_cal, "rectangle_calibration")
 # the closed-form rule "largest |measured ρ − closed form| < the tolerance" against a planted wrong closed form
-closed_form_cal = closed_form_calibration(n_toy, q_toy, 0.5, n_rect, tol, replicates=20, seed=run["seed"])
+closed_form_cal = closed_form_calibration(n_toy, q_toy, 0.5, n_rect, tol, replicates=30, seed=run["seed"])
 show_table(pd.DataFrame({  # the saved table has every interval; here the columns a reader compares
     "model": rect_cal.model, "rectangles": rect_cal.rectangles, "closed form": rect_cal.closed_form,
     "largest |ρ − closed form|": [f"{v:.2g}" if np.isfinite(v) else "—" for v in rect_cal.max_abs_error],
@@ -670,7 +672,7 @@ influence_cal = pd.DataFrame(infl_rows)
 run.save_table(influence_cal, "influence_calibration")
 # the closed-form rule "largest |measured − closed form| < 1e-5" against the chain at a planted J off by 0.1%
 INFLUENCE_TOLERANCE = 1e-5
-ising_influence_cal = ising_influence_calibration(n_infl, infl_taus, J, INFLUENCE_TOLERANCE, replicates=10,
+ising_influence_cal = ising_influence_calibration(n_infl, infl_taus, J, INFLUENCE_TOLERANCE, replicates=30,
                                                   seed=run["seed"])
 show_table(influence_cal.rename(columns={"temperature": "τ", "truth_source": "truth from", "abs_error": "|error|"}))
 

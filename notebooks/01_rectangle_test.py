@@ -66,7 +66,8 @@ import glauber_mlm as gm
 from glauber_mlm.pages.checks import Calibration, Check
 from glauber_mlm.pages.run import Run
 from glauber_mlm.models.passages import load_passages, sample_passages
-from glauber_mlm.pages.planted import certification_calibration, influence_correlation_calibration, residual_calibration
+from glauber_mlm.pages.planted.rectangles import (certification_calibration, influence_correlation_calibration,
+                                                  residual_calibration)
 from glauber_mlm.pages.plots import interval_errorbar, show_table, temperature_axis
 from glauber_mlm.measures.rectangle import float64_twin, noise_tolerance
 from glauber_mlm.stats import proportion_ci, spearman_ci, unit_bootstrap_ci

@@ -67,7 +67,8 @@ import glauber_mlm as gm
 from glauber_mlm.pages.checks import Check, smallest_decisive
 from glauber_mlm.pages.run import Run
 from glauber_mlm.models.passages import load_passages, passage_pairs
-from glauber_mlm.pages.planted import GROWTH_LEVEL, GROWTH_LIMIT, growth_replant_calibration, grows_slower_than_n15
+from glauber_mlm.pages.planted.growth import (GROWTH_LEVEL, GROWTH_LIMIT, growth_replant_calibration,
+                                              grows_slower_than_n15)
 from glauber_mlm.pages.plots import interactive_heatmap, interval_errorbar, show_table
 from glauber_mlm.stats import (censored_median, censored_median_ci, fit_exponent_ci, fit_scaling_ci, judge_laws,
                                law_exponent, law_function, local_exponent, ratio_trend, slow_to_fast_boundary,

@@ -77,7 +77,7 @@ import torch
 
 import glauber_mlm as gm
 from glauber_mlm.measures import margins, semantic
-from glauber_mlm.pages import planted
+from glauber_mlm.pages.planted import traps as planted
 from glauber_mlm.pages.checks import Check, smallest_decisive
 from glauber_mlm.pages.run import Run
 from glauber_mlm.models.passages import load_passages, sample_passages

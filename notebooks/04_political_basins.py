@@ -70,7 +70,7 @@ from glauber_mlm.measures import political, semantic
 from glauber_mlm.pages.checks import Check, smallest_decisive
 from glauber_mlm.pages.run import Run
 from glauber_mlm.models.passages import DATA, load_passages, load_political_text, sample_passages
-from glauber_mlm.pages.planted import blocked_trend_calibration, level_gap_calibration
+from glauber_mlm.pages.planted.basin import blocked_trend_calibration, level_gap_calibration
 from glauber_mlm.pages.plots import interactive_map, interval_errorbar, show_table, temperature_axis
 from glauber_mlm.stats import difference_ci, km_median, km_survival
 

@@ -82,7 +82,7 @@ from glauber_mlm.measures import margins
 from glauber_mlm.pages.checks import Check
 from glauber_mlm.pages.run import Run
 from glauber_mlm.models.passages import load_passages, passage_pairs, sample_passages
-from glauber_mlm.pages.planted import dwell_fit_calibration, fast_cells_calibration
+from glauber_mlm.pages.planted.margin_theorem import dwell_fit_calibration, fast_cells_calibration
 from glauber_mlm.pages.plots import interval_errorbar, show_table
 from glauber_mlm.stats import bootstrap_ci, censored_median, slow_to_fast_boundary
 
@@ -96,7 +96,7 @@ PROFILES = {
                   phase_lengths=[5], pairs=2, budget=20),
     "cpu":   dict(model=None, device=None, seed=0, seeds=2, passages="embedded", lengths=[4, 8, 16], contexts=12,
                   replacements=2, top_k=20, temperatures=[0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0, 16.0],
-                  scaling_lengths=[8, 16, 32, 64], scaling_contexts=2, scaling_replacements=1,
+                  scaling_lengths=[8, 16, 32, 64, 128], scaling_contexts=2, scaling_replacements=1,
                   chain_temperatures=[0.05, 0.1, 0.2, 0.4], chain_length=12, chain_passages=2, steps=1600,
                   record_every=100, dwell_states=120, phase_temperatures=[1.0, 2.0, 4.0], phase_lengths=[8, 16], pairs=2,
                   budget=200),

@@ -96,7 +96,7 @@ from glauber_mlm.pages.checks import Check, smallest_decisive
 from glauber_mlm.diagnostics import ESS_MIN, RHAT_MAX, paired_difference
 from glauber_mlm.pages.run import Run
 from glauber_mlm.models.passages import load_passages, passage_pairs, sample_passages
-from glauber_mlm.pages.planted import ar1_phi_for_ess, paired_difference_calibration, rhat_agreement_calibration
+from glauber_mlm.pages.planted.mixing import ar1_phi_for_ess, paired_difference_calibration, rhat_agreement_calibration
 from glauber_mlm.pages.plots import interval_errorbar, show_table, temperature_axis
 from glauber_mlm.stats import bootstrap_ci, km_median, proportion_ci, slow_to_fast_boundary
 

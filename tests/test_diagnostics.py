@@ -153,7 +153,7 @@ def test_paired_difference_is_the_t_interval():
 
 
 def test_paired_difference_calibration_power_and_size():
-    from glauber_mlm.pages.planted import paired_difference_calibration
+    from glauber_mlm.pages.planted.mixing import paired_difference_calibration
 
     cal = paired_difference_calibration(12, 0.05, 0.1, replicates=400)
     assert cal.power >= 0.95 and cal.size <= 0.05, cal  # a two-sided 95 % interval: size 0.025 in theory

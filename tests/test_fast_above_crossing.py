@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 from glauber_mlm.book.parameters import declared_profiles, notebook_source
-from glauber_mlm.pages.planted import every_cell_fast, fast_cells_calibration, ising_coupling_samples
+from glauber_mlm.pages.planted.growth import ising_coupling_samples
+from glauber_mlm.pages.planted.margin_theorem import every_cell_fast, fast_cells_calibration
 
 
 def test_the_rule_reads_the_censored_median():

@@ -180,8 +180,5 @@ def test_editing_the_statistics_re_executes_every_page_of_the_book(tmp_path):
     assert edited_keys(tmp_path, "stats.py") == {src.stem for src in (REPO / "notebooks").glob("*.py")}
 
 
-@pytest.mark.xfail(strict=True, reason="pages/planted.py imports measures.political inside blocked_trend_calibration "
-                                       "(04's calibration), so every page importing pages.planted (00-06) runs it: "
-                                       "move that function beside 04's code to make this pass")
 def test_editing_the_political_measures_re_executes_page_04_only(tmp_path):
     assert edited_keys(tmp_path, "measures/political.py") == {"04_political_basins"}

@@ -3,7 +3,7 @@ by replanting a run's own coupling times, and its rate on the exact Ising chain.
 import numpy as np
 import pytest
 
-from glauber_mlm.pages import planted
+from glauber_mlm.pages.planted import growth, margin_theorem, mixing
 from glauber_mlm import stats
 
 DESIGN = [8, 16, 32, 64, 128]   # notebook 02's cpu scaling lengths; the rule reads the three largest
@@ -21,32 +21,32 @@ def planted_times(law, pairs=48, spread=0.35, seed=0, lengths=DESIGN):
 def test_the_rule_passes_n_log_n_and_fails_faster_laws_without_scatter():
     n = np.repeat(DESIGN, 6).astype(float)
     met = np.ones(n.size, bool)
-    assert planted.grows_slower_than_n15((n, 5 * n * np.log(n) + 7 * n, met)) is True
-    assert planted.grows_slower_than_n15((n, 3 * n**1.5, met)) is False     # the bound is the exponent: 1.5 ≮ 1.5
-    assert planted.grows_slower_than_n15((n, n**2, met)) is False
+    assert growth.grows_slower_than_n15((n, 5 * n * np.log(n) + 7 * n, met)) is True
+    assert growth.grows_slower_than_n15((n, 3 * n**1.5, met)) is False     # the bound is the exponent: 1.5 ≮ 1.5
+    assert growth.grows_slower_than_n15((n, n**2, met)) is False
 
 
 def test_the_rule_decides_on_the_bound_a_page_shows():
     """The bound beside a check (`local_exponent(..., seed)`'s `upper`) is the one the rule reads."""
     for seed in range(6):
         n, t, met = planted_times("n^1.4", seed=seed)
-        est = stats.local_exponent(n, t, met, level=planted.GROWTH_LEVEL, seed=seed)
-        assert planted.grows_slower_than_n15((n, t, met), seed=seed) is bool(est["upper"] < planted.GROWTH_LIMIT)
+        est = stats.local_exponent(n, t, met, level=growth.GROWTH_LEVEL, seed=seed)
+        assert growth.grows_slower_than_n15((n, t, met), seed=seed) is bool(est["upper"] < growth.GROWTH_LIMIT)
 
 
 def test_too_many_censored_pairs_make_the_rule_not_computable_and_bad_input_is_refused():
     n, t, met = planted_times("n log n")
     met[n == 128] = False
-    assert planted.grows_slower_than_n15((n, t, met)) is None
+    assert growth.grows_slower_than_n15((n, t, met)) is None
     with pytest.raises(ValueError, match="distinct lengths"):
-        planted.grows_slower_than_n15(planted_times("n log n", lengths=[64, 128]))
+        growth.grows_slower_than_n15(planted_times("n log n", lengths=[64, 128]))
     with pytest.raises(ValueError, match="finite"):
-        planted.grows_slower_than_n15((n, np.full(n.size, np.nan), met))
+        growth.grows_slower_than_n15((n, np.full(n.size, np.nan), met))
 
 
 def test_replant_growth_moves_the_locations_onto_the_law_and_keeps_the_scatter():
     n, t, met = planted_times("n log n", spread=0.3)
-    n2, t2, met2 = planted.replant_growth(n, t, met, "n^2", budget=10**9)
+    n2, t2, met2 = growth.replant_growth(n, t, met, "n^2", budget=10**9)
     assert set(n2) == {32.0, 64.0, 128.0}                          # the rule's lengths only
     est = stats.local_exponent(n2, t2, met2, n_boot=200)
     assert est["beta"] == pytest.approx(2.0, abs=0.01)              # whole steps round the law a little
@@ -55,7 +55,7 @@ def test_replant_growth_moves_the_locations_onto_the_law_and_keeps_the_scatter()
     for m in (32, 64, 128):
         assert np.std(np.log(t2[n2 == m])) == pytest.approx(np.std(np.log(t[n == m])), rel=0.02)
     budget = int(np.median(t2[n2 == 128]))
-    _, t3, met3 = planted.replant_growth(n, t, met, "n^2", budget=budget)
+    _, t3, met3 = growth.replant_growth(n, t, met, "n^2", budget=budget)
     assert (~met3[n2 == 128]).sum() >= 20 and met3[n2 == 32].all() and t3.max() == budget
 
 
@@ -64,7 +64,7 @@ def test_replant_growth_with_pooled_locations_lets_a_replicate_scatter_around_th
     betas = []
     for seed in range(20):
         n, t, met = planted_times("n log n", seed=seed)
-        betas.append(stats.local_exponent(*planted.replant_growth(n, t, met, "n^1.5", 10**9, locations=law),
+        betas.append(stats.local_exponent(*growth.replant_growth(n, t, met, "n^1.5", 10**9, locations=law),
                                           n_boot=100)["beta"])
     assert np.std(betas) > 0.02 and abs(np.mean(betas) - 1.5) < 0.03
 
@@ -74,13 +74,13 @@ def test_on_a_design_like_02s_the_rule_has_the_power_and_size_its_calibration_st
     power ≥ 0.9 and size ≤ 0.05; and on fresh planted runs it passes n log n and n^1.5 at those rates (within their
     binomial uncertainty)."""
     n, t, met = planted_times("n log n", seed=100)
-    cal = planted.growth_replant_calibration(n, t, met, budget=10**6, replicates=200, seed=1)
+    cal = growth.growth_replant_calibration(n, t, met, budget=10**6, replicates=200, seed=1)
     assert cal.power >= 0.9 and cal.size <= 0.05 and cal.replicates == 200
     assert "replanted as n log n / as n^1.5" in cal.calibrated_on and "n = 32, 64, 128" in cal.calibrated_on
     fresh = 100
-    on_truth = sum(planted.grows_slower_than_n15(planted_times("n log n", seed=s), seed=s) is True
+    on_truth = sum(growth.grows_slower_than_n15(planted_times("n log n", seed=s), seed=s) is True
                    for s in range(fresh))
-    on_null = sum(planted.grows_slower_than_n15(planted_times("n^1.5", seed=s), seed=s) is True
+    on_null = sum(growth.grows_slower_than_n15(planted_times("n^1.5", seed=s), seed=s) is True
                   for s in range(fresh))
     assert stats.clopper_pearson(on_truth, fresh, 0.99)[2] >= cal.power - 0.02   # not worse than stated
     assert on_truth >= 0.9 * fresh
@@ -89,19 +89,19 @@ def test_on_a_design_like_02s_the_rule_has_the_power_and_size_its_calibration_st
 
 def test_more_pairs_per_replicate_buy_power_and_a_censored_run_cannot_be_calibrated():
     n, t, met = planted_times("n log n", pairs=8, spread=0.6, seed=3)
-    few = planted.growth_replant_calibration(n, t, met, budget=10**6, replicates=60, seed=0)
-    many = planted.growth_replant_calibration(n, t, met, budget=10**6, pairs=64, replicates=60, seed=0)
+    few = growth.growth_replant_calibration(n, t, met, budget=10**6, replicates=60, seed=0)
+    many = growth.growth_replant_calibration(n, t, met, budget=10**6, pairs=64, replicates=60, seed=0)
     assert many.power > few.power and "64 pairs per length drawn" in many.calibrated_on
     met[n == 128] = False
-    cal = planted.growth_replant_calibration(n, t, met, budget=10**6, replicates=5)
+    cal = growth.growth_replant_calibration(n, t, met, budget=10**6, replicates=5)
     assert cal.power == 0 and np.isnan(cal.size)
 
 
 def test_the_ising_calibration_reports_the_rule_s_rate_on_the_exact_chain():
-    cal = planted.ising_growth_calibration([8, 16, 32], 6, 2000, 4.0, replicates=4)
+    cal = growth.ising_growth_calibration([8, 16, 32], 6, 2000, 4.0, replicates=4)
     assert cal.replicates == 4 and 0 <= cal.power <= 1 and 0 <= cal.size <= 1
     assert "J/τ = 0.25" in cal.calibrated_on and "6 pairs at n = 8, 16, 32" in cal.calibrated_on
-    short = planted.ising_growth_calibration([8, 16, 32], 4, 3, 2.0, replicates=3)   # nothing meets in 3 steps
+    short = growth.ising_growth_calibration([8, 16, 32], 4, 3, 2.0, replicates=3)   # nothing meets in 3 steps
     assert short.power == 0 and np.isnan(short.size)
 
 
@@ -123,16 +123,16 @@ def test_the_seeds_of_different_cells_are_disjoint_blocks():
 
 def test_ar1_chains_have_the_planted_autocorrelation_and_ess():
     rng = np.random.default_rng(1)
-    x = planted.ar1_chains(rng, 50, 400, 0.6)
+    x = mixing.ar1_chains(rng, 50, 400, 0.6)
     lag1 = np.mean([np.corrcoef(c[:-1], c[1:])[0, 1] for c in x])
     assert abs(lag1 - 0.6) < 0.03 and abs(x.std() - 1) < 0.05
-    assert planted.ar1_phi_for_ess(0.25 * 50 * 400, 50, 400) == pytest.approx(0.6)
+    assert mixing.ar1_phi_for_ess(0.25 * 50 * 400, 50, 400) == pytest.approx(0.6)
 
 
 def test_the_rhat_rule_decides_with_many_draws_and_not_with_few():
     """A strict threshold (1.01) on 8 short chains false-alarms on stationary chains; with many draws it decides."""
-    few = planted.rhat_agreement_calibration(8, 10, 0.3, 1.01, replicates=60)
-    many = planted.rhat_agreement_calibration(8, 200, 0.3, 1.01, replicates=60)
+    few = mixing.rhat_agreement_calibration(8, 10, 0.3, 1.01, replicates=60)
+    many = mixing.rhat_agreement_calibration(8, 200, 0.3, 1.01, replicates=60)
     assert not few.decisive and many.power >= 0.8 and many.size <= 0.1
 
 
@@ -144,7 +144,7 @@ def test_the_censored_dwell_fit_recovers_c_where_dropping_censored_dwells_biases
     rng = np.random.default_rng(3)
     x = rng.uniform(0, 6, 400)
     groups = np.repeat(np.arange(40), 10)
-    d, cens = planted.censored_dwells(rng, x, np.full(400, 100), c=1.0, b=0.5)
+    d, cens = margin_theorem.censored_dwells(rng, x, np.full(400, 100), c=1.0, b=0.5)
     assert 0.2 < cens.mean() < 0.6
     fit = margins.fit_censored_dwell(x, d, cens, groups, n_boot=200)
     assert fit["slope_low"] < 1.0 < fit["slope_high"] and abs(fit["slope"] - 1) < 0.15
@@ -155,7 +155,7 @@ def test_the_censored_dwell_fit_recovers_c_where_dropping_censored_dwells_biases
 def test_the_dwell_rules_are_decisive_at_a_well_sized_design():
     rng = np.random.default_rng(4)
     x, groups, remaining = rng.uniform(0, 5, 200), np.repeat(np.arange(20), 10), np.full(200, 2000)
-    grows = planted.dwell_fit_calibration(x, remaining, groups, 0.5, lambda f: bool(f["slope_low"] > 0), 1.0, 0.0,
+    grows = margin_theorem.dwell_fit_calibration(x, remaining, groups, 0.5, lambda f: bool(f["slope_low"] > 0), 1.0, 0.0,
                                           replicates=20, n_boot=100)
     assert grows.power >= 0.8 and grows.size <= 0.1
 
@@ -163,7 +163,7 @@ def test_the_dwell_rules_are_decisive_at_a_well_sized_design():
 def test_the_rhat_calibration_simulates_the_pages_cells():
     """Notebook 06 has one slow and two fast cells (cpu): the rule must hold on every cell, so two fast cells cannot
     pass more often than one, and the calibration says which design it simulated (issue 36)."""
-    one = planted.rhat_agreement_calibration(8, 38, 0.25, 1.05, replicates=100, seed=2)
-    two = planted.rhat_agreement_calibration(8, 38, 0.25, 1.05, replicates=100, fast_cells=2, seed=2)
+    one = mixing.rhat_agreement_calibration(8, 38, 0.25, 1.05, replicates=100, seed=2)
+    two = mixing.rhat_agreement_calibration(8, 38, 0.25, 1.05, replicates=100, fast_cells=2, seed=2)
     assert two.power <= one.power + 0.05 and "1 slow and 2 fast cells" in two.calibrated_on
     assert two.power >= 0.8 and two.size <= 0.1

@@ -3,7 +3,7 @@ the planted truths and nulls of their checks (each rule passes on its truth and 
 import numpy as np
 import pytest
 
-from glauber_mlm.pages import planted
+from glauber_mlm.pages.planted import chains, rectangles
 from glauber_mlm.measures.rectangle import noise_tolerance
 from glauber_mlm.stats import spearman_ci, unit_bootstrap_ci
 
@@ -53,42 +53,42 @@ def test_noise_tolerance_is_one_rule():
 
 def test_planted_influence_and_rho_are_related_only_in_the_truth():
     rng = np.random.default_rng(3)
-    units, infl, rho = planted.influence_rho_sample(rng, 10, 2.0, 60, 4, 6, 0.5, dependent=True, q=8)
+    units, infl, rho = rectangles.influence_rho_sample(rng, 10, 2.0, 60, 4, 6, 0.5, dependent=True, q=8)
     assert units.size == infl.size == rho.size == 240 and np.bincount(units).tolist() == [4] * 60
     assert spearman_ci(infl, rho, units, n_boot=300)[1] > 0.2
-    nulls = [spearman_ci(*planted.influence_rho_sample(rng, 10, 2.0, 60, 4, 6, 0.5, dependent=False, q=8)[1:],
+    nulls = [spearman_ci(*rectangles.influence_rho_sample(rng, 10, 2.0, 60, 4, 6, 0.5, dependent=False, q=8)[1:],
                          units, n_boot=10)[0] for _ in range(6)]
     assert abs(np.mean(nulls)) < 0.1
 
 
 def test_influence_correlation_rule_is_calibrated_at_a_small_design():
-    cal = planted.influence_correlation_calibration(10, 2.0, 60, 4, 6, 0.5, replicates=10, q=8, n_boot=200)
+    cal = rectangles.influence_correlation_calibration(10, 2.0, 60, 4, 6, 0.5, replicates=10, q=8, n_boot=200)
     assert cal.power >= 0.8 and cal.size <= 0.2
 
 
 def test_residual_rule_passes_on_incompatible_and_fails_on_compatible_models():
-    cal = planted.residual_calibration(8, 2.0, 30, 3, tolerance=1e-4, replicates=4, q=8)
+    cal = rectangles.residual_calibration(8, 2.0, 30, 3, tolerance=1e-4, replicates=4, q=8)
     assert cal.power == 1 and cal.size == 0
     # a tolerance of zero flags float noise too: the rule then passes on compatible models, and the size says so
-    assert planted.residual_calibration(8, 2.0, 30, 3, tolerance=0.0, replicates=4, q=8).size == 1
+    assert rectangles.residual_calibration(8, 2.0, 30, 3, tolerance=0.0, replicates=4, q=8).size == 1
 
 
 def test_closed_form_rule_fails_on_a_wrong_closed_form():
-    cal = planted.closed_form_calibration(6, 4, 0.5, 40, 1e-5, replicates=5)
+    cal = rectangles.closed_form_calibration(6, 4, 0.5, 40, 1e-5, replicates=5)
     assert (cal.power, cal.size) == (1, 0)  # 5 replicates bound neither error at its limit: decisive needs 29 (issue 36)
-    same = planted.closed_form_calibration(6, 4, 0.5, 40, 1e-5, error=0.0, replicates=5)
+    same = rectangles.closed_form_calibration(6, 4, 0.5, 40, 1e-5, error=0.0, replicates=5)
     assert same.power == same.size == 1  # a "wrong" closed form that is the right one passes: the null needs an error
 
 
 def test_ising_influence_rule_fails_on_a_wrong_coupling():
-    cal = planted.ising_influence_calibration(4, [0.5, 2.0], replicates=3)
+    cal = rectangles.ising_influence_calibration(4, [0.5, 2.0], replicates=3)
     assert cal.power == 1 and cal.size == 0
-    assert planted.ising_influence_calibration(4, [0.5, 2.0], error=0.0, replicates=3).size == 1
+    assert rectangles.ising_influence_calibration(4, [0.5, 2.0], error=0.0, replicates=3).size == 1
 
 
 def test_slowdown_rule_tells_a_rate_inside_from_one_outside():
-    cal = planted.slowdown_calibration(10, [1.0, 0.7, 0.5], 40, 20_000, replicates=4, n_boot=200)
+    cal = chains.slowdown_calibration(10, [1.0, 0.7, 0.5], 40, 20_000, replicates=4, n_boot=200)
     assert cal.power == 1 and cal.size == 0
     # nulls at the truth's own rate pass as often as the truth: the replanting keeps the spread and moves the rate
-    same = planted.slowdown_calibration(10, [1.0, 0.7, 0.5], 40, 20_000, outside=(1.5,), replicates=4, n_boot=200)
+    same = chains.slowdown_calibration(10, [1.0, 0.7, 0.5], 40, 20_000, outside=(1.5,), replicates=4, n_boot=200)
     assert same.size == same.power

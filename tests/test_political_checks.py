@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 import torch
 
-from glauber_mlm.pages import planted
+from glauber_mlm.pages.planted import basin
 from glauber_mlm.measures import political
 
 
@@ -29,8 +29,8 @@ def test_page_needs_three_temperatures():
 
 
 def test_the_blocked_trend_test_keeps_its_size_and_gains_power_with_starts():
-    few = planted.blocked_trend_calibration(4, 4, 0.2, 0.3, 0.2, replicates=300)
-    many = planted.blocked_trend_calibration(40, 4, 0.2, 0.3, 0.2, replicates=300)
+    few = basin.blocked_trend_calibration(4, 4, 0.2, 0.3, 0.2, replicates=300)
+    many = basin.blocked_trend_calibration(40, 4, 0.2, 0.3, 0.2, replicates=300)
     assert few.size <= 0.1 and many.size <= 0.1 and few.power < 0.5 < 0.8 <= many.power
 
 
@@ -86,9 +86,9 @@ def test_start_memory_known_answers():
 def test_recentred_fractions_keep_the_units_and_move_the_mean():
     rng = np.random.default_rng(0)
     values, units = rng.uniform(0.3, 0.5, 40), np.repeat(np.arange(20), 2)
-    means = [planted.recentred_fractions(rng, values, units, 0.7)[0].mean() for _ in range(200)]
+    means = [basin.recentred_fractions(rng, values, units, 0.7)[0].mean() for _ in range(200)]
     assert abs(np.mean(means) - 0.7) < 0.01
-    v, u = planted.recentred_fractions(rng, values, units, 0.7)
+    v, u = basin.recentred_fractions(rng, values, units, 0.7)
     assert v.shape == values.shape and np.bincount(u).tolist() == [2] * 20 and v.min() >= 0 and v.max() <= 1
 
 
@@ -98,9 +98,9 @@ def test_level_gap_rule_has_power_on_a_planted_gap_and_keeps_its_size(reference_
     rng = np.random.default_rng(1)
     units = np.repeat(np.arange(20), 2)
     values = np.clip(0.3 + rng.normal(0, 0.1, 20)[units] + rng.normal(0, 0.05, 40), 0, 1)
-    cal = planted.level_gap_calibration(values, units, 0.3, 0.3, reference_texts=reference_texts, replicates=60)
+    cal = basin.level_gap_calibration(values, units, 0.3, 0.3, reference_texts=reference_texts, replicates=60)
     assert cal.power >= 0.9 and cal.size <= 0.05, cal
-    weak = planted.level_gap_calibration(values, units, 0.3, 0.02, reference_texts=reference_texts, replicates=60)
+    weak = basin.level_gap_calibration(values, units, 0.3, 0.02, reference_texts=reference_texts, replicates=60)
     assert weak.power < 0.3, weak  # a gap inside the intervals is not found: the rule can fail
 
 
