@@ -392,6 +392,9 @@ def test_the_verdict_table_shows_each_page_verdict_deciding_check_paper_value_an
             paper="boundary near τ ≈ 1.5–2 (RoBERTa-base, 10⁴-step budget)",
             deciding=dict(check="T grows no faster than n log n at τ = 5", value="-0.256", outcome="inconclusive",
                           reason="size 0.80 > 0.1", core=True, power=0.9, size=0.8))),
+                        ("04_political_basins", dict(deciding=dict(
+                            check="the basin attracts", value="0.12", outcome="inconclusive", core=True, power=0.9,
+                            size=0.05, false_pass_upper=0.131, false_fail_upper=0.2, to_decide="40 starts (about 9 min)"))),
                         ("03_metastability_traps", {}), ("06_has_my_chain_mixed", dict(question="book"))]:
         page = tmp_path / "book" / "notebooks" / name
         page.mkdir(parents=True)
@@ -402,9 +405,11 @@ def test_the_verdict_table_shows_each_page_verdict_deciding_check_paper_value_an
     write_verdicts(tmp_path)
     rows = (tmp_path / VERDICTS).read_text().splitlines()
     assert rows[0] == "| result page | verdict | the check it rests on: this build | the paper reports | scale |"
-    assert len(rows) == 5
+    assert len(rows) == 6
     assert ("| **inconclusive at this scale** | “T grows no faster than n log n at τ = 5”: **-0.256** (inconclusive; "
             "power 0.90, size 0.80) | boundary near τ ≈ 1.5–2 (RoBERTa-base, 10⁴-step budget) | "
             "`cpu` profile |") in rows[2]
     assert rows[3].endswith("| **inconclusive at this scale** | – | – | `cpu` profile |")
-    assert rows[4].endswith("| – | (the book's own question) | `cpu` profile |")
+    assert ("“the basin attracts”: **0.12** (inconclusive; false pass ≤ 0.13, false fail ≤ 0.20 (one-sided 95 %); to "
+            "decide: 40 starts (about 9 min))") in rows[4]
+    assert rows[5].endswith("| – | (the book's own question) | `cpu` profile |")

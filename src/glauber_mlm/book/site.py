@@ -262,8 +262,9 @@ def shown_results(root: Path, notebooks_dir: Path = NOTEBOOKS) -> tuple[dict[str
 def write_verdicts(root: Path, notebooks_dir: Path = NOTEBOOKS) -> Path:
     """Write `<root>/book/_generated/verdicts.md` (not tracked; rewritten before every build, included by the intro):
     one row per result page (`shown_results`), read from its result.json: its verdict, the check the verdict rests on
-    with this build's value, power and size (`verdict.Verdict.deciding`), what the paper reports for the claim, and
-    the profile. A page that cannot be trusted gets "not shown: <why>" in place of its verdict; a page whose
+    with this build's value and the one-sided 95 % bounds of its false-pass and false-fail rates
+    (`verdict.Verdict.deciding`) and, when open, what would decide it; what the paper reports for the claim; the
+    profile. A page that cannot be trusted gets "not shown: <why>" in place of its verdict; a page whose
     notebook is not in `notebooks_dir` is left out, and the build says so."""
     lines = ["| result page | verdict | the check it rests on: this build | the paper reports | scale |",
              "| --- | --- | --- | --- | --- |"]
@@ -302,15 +303,20 @@ def _short_title(root: Path, name: str) -> str:
 
 
 def _deciding_cell(check: dict | None) -> str:
-    """“check”: value (outcome; power, size), or, uncalibrated, why it cannot decide."""
+    """“check”: value (outcome; the one-sided 95 % bound of the error its outcome risks), or, uncalibrated, why it
+    cannot decide; an open check adds what would decide it."""
     if not check:
         return "–"
     if check.get("power") is None:
         state = f"{check['outcome']}: {check.get('reason', 'not calibrated')}"
-    else:
+    elif check.get("false_pass_upper") is None:  # a page built before the error-type rule
         state = f"{check['outcome']}; power {check['power']:.2f}, size {check['size']:.2f}"
+    else:
+        state = (f"{check['outcome']}; false pass ≤ {check['false_pass_upper']:.2f}, false fail ≤ "
+                 f"{check['false_fail_upper']:.2f} (one-sided 95 %)")
     side = "" if check.get("core", True) else "; side check"
-    return f"“{check['check']}”: **{check['value']}** ({state}{side})"
+    decide = f"; to decide: {check['to_decide']}" if check["outcome"] == "inconclusive" and check.get("to_decide") else ""
+    return f"“{check['check']}”: **{check['value']}** ({state}{side}{decide})"
 
 
 RULES_TABLE = Path("book") / "_generated" / "rules.md"
