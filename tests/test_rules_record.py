@@ -1,6 +1,5 @@
 """The rules record (notebooks/rules.json, shown on the rules page, book/preregistration.md): a notebook's checks,
 or its paper profile, cannot change without a new dated entry."""
-import hashlib
 import json
 import re
 from pathlib import Path
@@ -8,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from glauber_mlm import book
-from glauber_mlm.book.parameters import declared_profiles
+from glauber_mlm.book.record import paper_hash, stale_entry
 from glauber_mlm.pages.checks import rules_hash, rules_source
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -16,21 +15,22 @@ RECORD = json.loads((ROOT / "notebooks" / "rules.json").read_text())
 NAMES = [p.stem for p in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.py"))]
 
 
-def paper_hash(src: Path) -> str:
-    paper = declared_profiles(src)["paper"]
-    return hashlib.sha256(json.dumps(paper, sort_keys=True, default=str).encode()).hexdigest()[:12]
-
-
 @pytest.mark.parametrize("name", NAMES)
 def test_the_last_entry_names_the_current_checks_and_paper_profile(name):
-    src = ROOT / "notebooks" / f"{name}.py"
-    entries = RECORD.get(name)
-    assert entries, f"{name} has no entry in notebooks/rules.json: add one (date, change, hash, paper, builds_committed)"
-    last = entries[-1]
-    fix = (f"add a dated entry to notebooks/rules.json for {name} saying what changed, with hash "
-           f"{rules_hash(src.read_text())} and paper {paper_hash(src)}")
-    assert last["hash"] == rules_hash(src.read_text()), f"{name}'s checks changed without a dated entry: {fix}"
-    assert last["paper"] == paper_hash(src), f"{name}'s paper profile changed without a dated entry: {fix}"
+    problem = stale_entry(name, ROOT / "notebooks" / f"{name}.py", RECORD.get(name, []))
+    assert problem is None, problem
+
+
+def test_a_stale_entry_is_named_with_the_hashes_to_write(tmp_path):
+    src = tmp_path / "02_high_temperature_mixing.py"
+    src.write_text((ROOT / "notebooks" / src.name).read_text().replace('"paper": dict(', '"paper": dict(extra=1, ', 1))
+    entries = RECORD["02_high_temperature_mixing"]
+    assert entries[-1]["hash"] == rules_hash(src.read_text()) and entries[-1]["paper"] != paper_hash(src)
+    assert stale_entry("02_high_temperature_mixing", src, entries) == (
+        "02_high_temperature_mixing's paper profile changed without a dated entry: add a dated entry to "
+        f"notebooks/rules.json for 02_high_temperature_mixing saying what changed, with hash {rules_hash(src.read_text())} "
+        f"and paper {paper_hash(src)}")
+    assert "has no entry" in stale_entry("02_high_temperature_mixing", src, [])
 
 
 def test_entries_are_dated_in_order_and_say_what_changed():
