@@ -55,6 +55,10 @@ def paper_models() -> set[str]:
 
 def fake_hub(cache_dir, names) -> None:
     """Each hub name as a tiny model of its family in the hub cache's layout, as a download would leave it."""
+    unknown = sorted(set(names) - set(FAMILY))
+    assert not unknown, (f"the paper profiles name {unknown}, which FAMILY gives no tiny stand-in: add each hub name's "
+                         "family to FAMILY (a page that runs exact models only names none: `glauber-mlm new "
+                         "NN_topic --exact-only` writes one without a model parameter)")
     for name in names:
         repo = cache_dir / f"models--{name.replace('/', '--')}"
         save_family(repo / "snapshots" / REVISION, FAMILY[name], positions=POSITIONS)

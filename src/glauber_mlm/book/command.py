@@ -24,7 +24,7 @@ from ..contract import FORWARD_DTYPES
 from .errors import BookError
 from . import cache, fanout, lock, reuse
 from .execute import prepare_parameters, run_notebook
-from .parameters import NOTEBOOKS, REPO, known_notebooks, notebook_source, parse_value
+from .parameters import NOTEBOOKS, REPO, known_notebooks, notebook_source, parse_value, takes_model
 from .site import build_book, prepare_root, write_execution_page
 from .verify import verify
 
@@ -258,10 +258,23 @@ def _book(args) -> int:
         return _build(args, root, fans_out)
 
 
+def model_pages(names: list[str], nb_dir: Path, model: str | None) -> list[str]:
+    """The notebooks of `names` that a `--model` applies to (all of them without one); each page it does not apply
+    to (an exact-model page: no `model` parameter) is named, and left out of this build."""
+    if model is None:
+        return names
+    kept = [name for name in names if takes_model(notebook_source(name, nb_dir))]
+    for name in sorted(set(names) - set(kept)):
+        print(f"{name}: --model does not apply (the page runs exact models only, it has no model parameter): "
+              "not executed in this build", flush=True)
+    return kept
+
+
 def _build(args, root: Path, fans_out: bool) -> int:
     """`book` once it holds the book's lock: execute what is stale, write the execution page, build."""
     nb_dir = args.notebooks or NOTEBOOKS
     names = [notebook_source(n, nb_dir).stem for n in args.only] if args.only else known_notebooks(nb_dir)
+    names = model_pages(names, nb_dir, args.model)
     failures: list[str] = []
     executed: set[str] = set()
     started = time.time()

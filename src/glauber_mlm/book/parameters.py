@@ -221,6 +221,11 @@ def accepted_parameters(src: Path) -> list[str]:
     return list(dict.fromkeys(declared_parameters(src) + keys))
 
 
+def takes_model(src: Path) -> bool:
+    """Whether `--model` applies to the notebook: it accepts `model` or `models` (an exact-model page has neither)."""
+    return any(key in ("model", "models") for key in accepted_parameters(src))
+
+
 def declared_constant(src: Path, name: str):
     """The literal top-level constant `name` (UPPER_CASE) of the notebook; None if it has none.
 
@@ -435,6 +440,9 @@ def resolve_parameters(src: Path, parameters: dict) -> dict:
         model = params.pop("model")
         params["models"] = model if isinstance(model, list) else [model]
     unknown = sorted(set(params) - set(declared) - {"output_dir"})
+    if "model" in unknown and not takes_model(src):
+        raise BookError(f"{name} runs exact models only (it has no parameter 'model'): --model does not apply to it; "
+                        "run it without --model.")
     if unknown:
         raise BookError(f"{name} has no parameter {', '.join(map(repr, unknown))}: its parameters are {', '.join(declared)}.")
     profiles = declared_profiles(src) or {}

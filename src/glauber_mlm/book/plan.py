@@ -45,7 +45,8 @@ from pathlib import Path
 from ..models.roofline import Shape, forward_flops, shape_from_config
 from .errors import BookError
 from .execute import prepare_parameters
-from .parameters import NOTEBOOKS, accepted_parameters, known_notebooks, notebook_source, parse_value, profile_at_scale
+from .parameters import (NOTEBOOKS, accepted_parameters, known_notebooks, notebook_source, parse_value, profile_at_scale,
+                         takes_model)
 
 # Published config.json numbers (huggingface.co/<name>/blob/main/config.json) of the hub models the profiles
 # name, so that a plan needs no download. Any other model: pass its local folder (its config.json is read).
@@ -209,10 +210,10 @@ def resolved_parameters(name: str, profile: str, model: str | None, overrides: d
                         notebooks_dir: Path = NOTEBOOKS, scale: float = 1.0) -> dict:
     """The parameters notebook `name` runs with: checked and resolved as `glauber-mlm book` does
     (`prepare_parameters`), then laid over the profile, its budgets scaled, as `Run` does (a None keeps the
-    profile's value)."""
+    profile's value). A `model` is passed only to a notebook it applies to (`takes_model`: not an exact-model page)."""
     src = notebook_source(name, notebooks_dir)
     declared = accepted_parameters(src)
-    params = {"profile": profile, **({"model": model} if model is not None else {}),
+    params = {"profile": profile, **({"model": model} if model is not None and takes_model(src) else {}),
               **({"scale": scale} if scale != 1 else {}), **{k: v for k, v in overrides.items() if k in declared}}
     params = prepare_parameters(src, params)
     base = profile_at_scale(src, params["profile"], params.get("scale", 1.0))
