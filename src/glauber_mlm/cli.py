@@ -11,6 +11,7 @@ COMMANDS = {
     "book": ("glauber_mlm.book", "execute the notebooks whose inputs changed and build the Jupyter Book"),
     "verify": ("glauber_mlm.book", "re-execute the published notebooks in a scratch folder and compare every table"),
     "plan": ("glauber_mlm.book.plan", "print the forward rows, FLOPs and estimated wall time of a run, per notebook"),
+    "new": ("glauber_mlm.book.new", "write a new result page, its test, toc entry, intro row, rules entry and plan row"),
 }
 
 

@@ -37,7 +37,8 @@ papermill, with its checkpoint folder), `publish` (staging, the atomic swap, the
 (which notebooks must re-execute), `lock` (one run per notebook), `fanout` (notebooks as Dask tasks), `page`
 (what the reader sees: folding, downloads, the Colab cell), `prose` (numbers in prose come from cells), `site`
 (toc, execution page, build), `verify` (re-execute and compare tables), `plan` (forward rows, FLOPs and time
-before a run), `command` (the CLI).
+before a run), `record` (the rules record's hashes), `new` (`glauber-mlm new`: a new page, its test and its entry in
+every register that lists pages, from `page_template`), `command` (the CLI).
 
 `--scale S` (0 < S ≤ 1) makes a dry run: each notebook multiplies the budgets it declares (`BUDGETS`: steps,
 pairs, chains, contexts …) by S, rounded up and never below a stated least value, and keeps every other parameter
