@@ -85,7 +85,7 @@ def test_map_fits_a_phones_column_in_the_book(monkeypatch, tmp_path):
     import pytest
     from PIL import Image
 
-    from glauber_mlm.book.site import ship_plotly
+    from glauber_mlm.book.plotly_pages import write_plotly
 
     monkeypatch.delenv("GLAUBER_MLM_RUN_ID", raising=False)
     assert interactive_map(chains(range(0, 40, 4)), "pc1", "pc2", "chain", ["step"], "map").layout.width is None
@@ -97,7 +97,7 @@ def test_map_fits_a_phones_column_in_the_book(monkeypatch, tmp_path):
                     if (found := shutil.which(name))), None)
     if browser is None:
         pytest.skip("no chromium to render the page")
-    ship_plotly(tmp_path)  # _static/plotly.min.js, from the installed plotly as the book ships it (not tracked)
+    write_plotly(tmp_path / "_static")  # plotly.min.js, from the installed plotly as the book ships it (not tracked)
     # the column ends 30 px before the window's right edge; the strip right of it must stay white
     (tmp_path / "page.html").write_text(
         '<!doctype html><html><head><meta name="viewport" content="width=device-width, initial-scale=1">'

@@ -352,17 +352,10 @@ def _jupyter_book() -> list[str]:
     return [found]
 
 
-def ship_plotly(root: Path) -> Path:
-    """Write the installed plotly.js to `<root>/_static/plotly.min.js` (not committed: it comes with the `plotly`
-    package), so that the interactive figures of the pages work offline; Jupyter Book loads every `_static` script."""
-    from plotly.offline import get_plotlyjs
-
-    path = Path(root) / "_static" / "plotly.min.js"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    js = get_plotlyjs()
-    if not path.exists() or path.read_text() != js:
-        path.write_text(js)
-    return path
+def _drop_global_plotly(root: Path) -> None:
+    """Remove a `<root>/_static/plotly.min.js` that an older build shipped there: Jupyter Book loads every script in
+    `_static/` on every page, while the extension `plotly_pages` loads plotly.js only on the pages that draw a figure."""
+    (Path(root) / "_static" / "plotly.min.js").unlink(missing_ok=True)
 
 
 def build_book(root: Path, quiet: bool = False) -> Path:
@@ -377,7 +370,7 @@ def build_book(root: Path, quiet: bool = False) -> Path:
         print(f"toc: skipping {doc} (no such page here{' - notebook not executed' if 'notebooks/' in doc else ''})")
     for doc in added:
         print(f"toc: adding {doc} (executed, not listed in _toc.yml)")
-    ship_plotly(root)
+    _drop_global_plotly(root)
     write_sources(root)
     write_verdicts(root)
     write_rules_record(root)

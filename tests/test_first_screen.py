@@ -1,0 +1,164 @@
+"""The intro's first screen (every claim of the paper with its verdict, its number and what would decide it) and
+plotly.js loaded only by the pages that draw a Plotly figure (issue 38, items 1 and 4)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import nbformat
+
+from test_seal import sealed
+
+CLAIM_01 = "MLM conditionals are incompatible: ρ is far above float noise on most rectangles (paper Fig 5)."
+PLANTED = {
+    "01_rectangles": dict(verdict="reproduced", question="paper", claim=CLAIM_01, deciding=dict(
+        check="the certified fraction exceeds one half: its 95% lower bound above 0.5", value="99.5%",
+        outcome="pass", core=True, reason="pass: false-pass bound ≤ 0.10", power=1.0, size=0.0,
+        false_pass_upper=0.095, false_fail_upper=0.095, to_decide="")),
+    "02_growth": dict(verdict="inconclusive at this scale", question="paper",
+                      claim="With small influence chains meet in O(n log n) steps; at low temperature slowly.",
+                      deciding=dict(check="coupling times grow more slowly than n¹·⁵: the curvature's bound below",
+                                    value="0.797", outcome="inconclusive", core=True, power=0.33, size=0.05,
+                                    reason="rule says fail, but the false-fail rate's one-sided 95 % upper bound is "
+                                           "0.78 (27 of 40 truth replicates did not pass); the design must change",
+                                    false_pass_upper=0.07, false_fail_upper=0.78,
+                                    to_decide="decisive at 192 pairs per length (power 0.9 (180 of 200), size 0.0 (0 "
+                                              "of 200); false-pass ≤ 0.01, false-fail ≤ 0.14 (one-sided 95 %))")),
+    "03_traps": dict(verdict="reproduced", question="paper", claim="Chains are metastable at low temperature."),
+    "04_basin": dict(verdict="not reproduced", question="paper", claim="Political content is a basin.",
+                     deciding=dict(check="chains from elsewhere are drawn in", value="+0.01 [-0.09, +0.12]",
+                                   outcome="fail", core=True, reason="fail: false-fail bound ≤ 0.20", power=1.0,
+                                   size=0.015, false_pass_upper=0.05, false_fail_upper=0.07, to_decide="")),
+    "06_mixed": dict(verdict="passes", question="book", claim="(The book's own question.) R̂ and coupling agree; more.",
+                     deciding=dict(check="R̂ and coupling agree at 1.01", value="τ = 1: 1.17", outcome="pass",
+                                   core=True, reason="pass: false-pass bound ≤ 0.10", power=0.9, size=0.0,
+                                   false_pass_upper=0.06, false_fail_upper=0.19, to_decide="")),
+}
+
+
+def plant(tmp_path: Path, broken: str = "03_traps") -> Path:
+    """Each page of PLANTED as a finished run leaves it (sealed), its notebook's source in `<tmp_path>/notebooks`;
+    the page `broken` has its result.json edited after the seal. Returns the notebooks folder."""
+    notebooks = tmp_path / "notebooks"
+    notebooks.mkdir()
+    for name, result in PLANTED.items():
+        page = tmp_path / "book" / "notebooks" / name
+        page.mkdir(parents=True)
+        (page / "result.json").write_text(json.dumps(dict(build="`cpu` profile · model the embedded minilm-mlm",
+                                                          **result)))
+        sealed(page)
+        (notebooks / f"{name}.py").write_text(f'run.conclude(checks, question="{result["question"]}")\n')
+    (tmp_path / "book" / "notebooks" / broken / "result.json").write_text(json.dumps({"verdict": "reproduced"}))
+    return notebooks
+
+
+def first_screen(tmp_path: Path) -> list[str]:
+    from glauber_mlm.book.first_screen import FIRST_SCREEN, write_first_screen
+
+    notebooks = plant(tmp_path)
+    write_first_screen(tmp_path, notebooks)
+    return (tmp_path / FIRST_SCREEN).read_text().splitlines()
+
+
+def test_the_first_screen_gives_every_paper_claim_its_mark_word_number_and_what_would_decide_it(tmp_path):
+    lines = first_screen(tmp_path)
+    assert lines[0] == "| verdict, `cpu` profile | the paper's claim | the number it rests on |"
+    rows = [line for line in lines if line.startswith("| <span ")]
+    assert [r.split('<a href="')[1].split('"')[0] for r in rows] == [
+        f"notebooks/{n}.html#result-{n[:2]}" for n in ("01_rectangles", "02_growth", "03_traps", "04_basin", "06_mixed")]
+    assert rows[0] == ('| <span class="verdict-mark positive">✓&nbsp;reproduced</span> | <a href="notebooks/'
+                       '01_rectangles.html#result-01">01 · rectangles</a><br>MLM conditionals are incompatible | the '
+                       'certified fraction exceeds one half: **99.5%** — passes (false-pass risk ≤ 10 %) |')
+    assert rows[1].startswith('| <span class="verdict-mark open">?&nbsp;inconclusive at this scale</span> | ')
+    assert rows[1].endswith('</a><br>With small influence chains meet in O(n log n) steps | coupling times grow more '
+                            'slowly than n¹·⁵: **0.797** — the rule says fail, but its false-fail risk may reach 78 % '
+                            '(limit 20 %)<br>*To decide:* 192 pairs per length |')
+    assert rows[3].startswith('| <span class="verdict-mark negative">✗&nbsp;not reproduced</span> | ')
+    assert rows[3].endswith('chains from elsewhere are drawn in: **+0.01 [-0.09, +0.12]** — fails (false-fail risk '
+                            '≤ 7 %) |')
+
+
+def test_a_page_whose_seal_is_broken_is_not_shown_and_the_books_own_checks_stand_apart(tmp_path):
+    lines = first_screen(tmp_path)
+    traps = next(line for line in lines if "03_traps" in line)
+    assert traps == ('| <span class="verdict-mark other">·&nbsp;not shown</span> | <a href="notebooks/03_traps.html'
+                     '#result-03">03 · traps</a> | 03_traps/result.json was edited after it was published |')
+    apart = lines.index("The book's own checks, which test its tools and questions rather than the paper:")
+    assert lines.index(traps) < apart < lines.index(next(line for line in lines if "06_mixed" in line))
+    assert lines[apart + 2] == "| verdict, `cpu` profile | the book's own check | the number it rests on |"
+    assert lines[-1].startswith('| <span class="verdict-mark positive">✓&nbsp;passes</span> | <a href="notebooks/'
+                                '06_mixed.html#result-06">06 · mixed</a><br>R̂ and coupling agree | ')
+
+
+def test_a_not_shown_book_page_stands_with_the_books_own_checks(tmp_path):
+    from glauber_mlm.book.first_screen import FIRST_SCREEN, write_first_screen
+
+    notebooks = plant(tmp_path, broken="06_mixed")
+    write_first_screen(tmp_path, notebooks)
+    lines = (tmp_path / FIRST_SCREEN).read_text().splitlines()
+    assert "06_mixed/result.json was edited" in lines[-1]
+
+
+def sphinx_build(src: Path, out: Path) -> Path:
+    """`sphinx-build -W -b html src out` in this process (its nodes and directives registered only for this build)."""
+    from sphinx.application import Sphinx
+    from sphinx.util.docutils import docutils_namespace
+
+    with docutils_namespace():
+        Sphinx(str(src), str(src), str(out), str(out.parent / "doctrees"), "html", warningiserror=True,
+               status=None).build()
+    return out
+
+
+def test_a_sphinx_build_writes_the_first_screen_before_it_reads_the_intro(tmp_path, monkeypatch):
+    """The extension writes book/_generated/first_screen.md when the build starts, from the pages there now, and the
+    intro includes it (-W: no warning)."""
+    import glauber_mlm.book.first_screen as module
+
+    monkeypatch.setattr(module, "NOTEBOOKS", plant(tmp_path))
+    (tmp_path / "conf.py").write_text('extensions = ["myst_nb", "glauber_mlm.book.first_screen"]\n'
+                                      'nb_execution_mode = "off"\nhtml_theme = "basic"\nroot_doc = "book/intro"\n'
+                                      'exclude_patterns = ["book/_generated", "book/notebooks", "notebooks"]\n')
+    (tmp_path / "book" / "intro.md").write_text("# Intro\n\n```{include} _generated/first_screen.md\n```\n")
+    html = (sphinx_build(tmp_path, tmp_path / "html") / "book" / "intro.html").read_text()
+    assert html.count('class="verdict-mark') == 5 and '<span class="verdict-mark negative">✗\xa0not reproduced' in html
+
+
+def notebook(html: str | None) -> nbformat.NotebookNode:
+    """A one-cell executed notebook; its output is `html` (text/html) or, with None, a printed line."""
+    output = (nbformat.v4.new_output("display_data", data={"text/html": html, "text/plain": "<figure>"})
+              if html is not None else nbformat.v4.new_output("stream", name="stdout", text="no figure\n"))
+    cell = nbformat.v4.new_code_cell("show()", outputs=[output], execution_count=1)
+    return nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# A page"), cell],
+                                    metadata={"language_info": {"name": "python"}})
+
+
+def test_plotly_js_is_loaded_only_by_the_page_whose_notebook_draws_a_plotly_figure(tmp_path):
+    """A Sphinx build with -W of two executed notebooks, as Jupyter Book renders them (myst-nb): the page with a Plotly
+    figure loads _static/plotly.min.js in its head, the other does not, and the file is in the build."""
+    import plotly.graph_objects as go
+
+    figure = go.Figure(go.Scatter(x=[0, 1], y=[1, 0])).to_html(include_plotlyjs=False, full_html=False)
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "conf.py").write_text('extensions = ["myst_nb", "glauber_mlm.book.plotly_pages"]\n'
+                                 'nb_execution_mode = "off"\nhtml_theme = "basic"\n')
+    (src / "index.md").write_text("# Pages\n\n```{toctree}\nfigure\nplain\n```\n")
+    nbformat.write(notebook(figure), src / "figure.ipynb")
+    nbformat.write(notebook(None), src / "plain.ipynb")
+    out = sphinx_build(src, tmp_path / "html")
+    script = '<script src="_static/plotly.min.js'
+    assert script in (out / "figure.html").read_text().split("</head>")[0]
+    assert script not in (out / "plain.html").read_text() and script not in (out / "index.html").read_text()
+    assert (out / "_static" / "plotly.min.js").stat().st_size > 1_000_000
+
+
+def test_what_would_decide_an_open_check_is_its_design_without_the_calibrations_numbers():
+    from glauber_mlm.book.first_screen import to_decide
+
+    assert to_decide(dict(outcome="inconclusive", to_decide="not decisive up to 8 chains (power 0.49 (98 of 200), "
+                          "size 0.00 (0 of 200); false-pass ≤ 0.01, false-fail ≤ 0.57 (one-sided 95 %))")) == (
+        "<br>*To decide:* more than 8 chains")
+    assert to_decide(dict(outcome="inconclusive", to_decide="longer chains: at τ = 0.1 they remember their start")) == (
+        "<br>*To decide:* longer chains")
+    assert to_decide(dict(outcome="pass", to_decide="")) == ""
