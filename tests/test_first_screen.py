@@ -162,3 +162,24 @@ def test_what_would_decide_an_open_check_is_its_design_without_the_calibrations_
     assert to_decide(dict(outcome="inconclusive", to_decide="longer chains: at τ = 0.1 they remember their start")) == (
         "<br>*To decide:* longer chains")
     assert to_decide(dict(outcome="pass", to_decide="")) == ""
+
+
+def test_a_long_claim_is_cut_at_a_word_with_an_ellipsis():
+    from glauber_mlm.book.first_screen import HEADLINE, headline
+
+    claim = ("On the embedded model's own Glauber chain, restricted to its top two candidates at n free sites of real "
+             "passages and enumerated, the mixing time is exact.")
+    shown = headline(claim)
+    assert shown.endswith(" …") and len(shown) <= HEADLINE + 2 and claim.startswith(shown[:-2])
+    assert headline("(The book's own question.) R̂ and coupling agree; more.") == "R̂ and coupling agree"
+
+
+def test_the_check_is_named_by_its_statement_without_its_rule():
+    from glauber_mlm.book.first_screen import statement
+
+    assert statement("R̂ and coupling agree at threshold 1.01: R̂ ≥ 1.01 at every slow τ") == (
+        "R̂ and coupling agree at threshold 1.01")
+    assert statement("random scan: the sampler's TV to π lies within its null (p ≥ 0.05)") == (
+        "random scan: the sampler's TV to π lies within its null (p ≥ 0.05)")
+    assert statement("the theorem's prediction: every cell is fast: all of them") == (
+        "the theorem's prediction: every cell is fast")

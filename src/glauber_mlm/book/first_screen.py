@@ -27,6 +27,8 @@ FIRST_SCREEN = GENERATED / "first_screen.md"
 MARKS = {"positive": "✓", "negative": "✗", "open": "?", "other": "·"}
 POSITIVE = {words[0] for words in WORDS.values()}   # reproduced, passes
 NEGATIVE = {words[1] for words in WORDS.values()}   # not reproduced, fails
+LABEL_WORDS = 3  # a check's text before its colon of at most this many words is a label ("random scan"), not a statement
+HEADLINE = 110  # characters of a claim's first clause shown on the first screen
 HEADER = "| {verdict} | {what} | the number it rests on |\n| --- | --- | --- |"
 
 
@@ -49,10 +51,11 @@ def mark(word: str) -> str:
 def headline(claim: str) -> str:
     """A claim's first clause: up to its first colon or semicolon, without a leading parenthetical ("(The book's
     own question.)"), a parenthetical list ("(Glauber sampler, coupling times, …)") or a citation of the paper's
-    figures ("(paper Fig 5)")."""
+    figures ("(paper Fig 5)"); past `HEADLINE` characters it ends at a word with "…" (the claim is on its page)."""
     text = re.sub(r"^\([^)]*\)\s*", "", claim.strip())
     text = re.split(r":\s|;\s", text, maxsplit=1)[0]
-    return re.sub(r"\s*\((paper Figs? |[^)]*, )[^)]*\)", "", text).rstrip(". ")
+    text = re.sub(r"\s*\((paper Figs? |[^)]*, )[^)]*\)", "", text).rstrip(". ")
+    return text if len(text) <= HEADLINE else text[:HEADLINE].rsplit(" ", 1)[0].rstrip(",;") + " …"
 
 
 def _percent(rate: float) -> str:
@@ -79,13 +82,21 @@ def judgement(deciding: Mapping) -> str:
     return text if deciding.get("core", True) else f"{text}; a side check, beside the verdict"
 
 
+def statement(check: str) -> str:
+    """What a check tests, without the rule that follows its statement's colon ("R̂ and coupling agree at 1.01: R̂ ≥
+    1.01 at every slow τ …" → "R̂ and coupling agree at 1.01"); a short label before the colon ("random scan: the
+    sampler's TV …", at most `LABEL_WORDS` words) stays with the statement it names."""
+    parts = check.split(": ")
+    keep = 2 if len(parts) > 1 and len(parts[0].split()) <= LABEL_WORDS else 1
+    return ": ".join(parts[:keep])
+
+
 def number(deciding: Mapping | None) -> str:
-    """The deciding check as 'what it tests: **value** — whether that decides' (the statement before the rule's
-    colon; the rule itself is on the page)."""
+    """The deciding check as 'what it tests: **value** — whether that decides' (`statement`, `judgement`; the rule
+    itself is on the page)."""
     if not deciding:
         return "–"
-    tested = str(deciding["check"]).split(": ", 1)[0]
-    return f"{tested}: **{deciding['value']}** — {judgement(deciding)}"
+    return f"{statement(str(deciding['check']))}: **{deciding['value']}** — {judgement(deciding)}"
 
 
 def to_decide(deciding: Mapping | None) -> str:
