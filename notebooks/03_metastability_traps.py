@@ -839,6 +839,7 @@ slope_fit = margins.fit_censored_dwell(inv_tau, t_mid, ~esc_mid, reach_start, n_
 escape_slope = run.save_table(pd.DataFrame([dict(delta=mid_delta, delta_quantile=mid_q, chains=len(t_mid),
                                                  starts=P, censored=slope_fit["censored"], **{
     k: slope_fit[k] for k in ("slope", "slope_low", "slope_high", "intercept")})]), "escape_slope")
+glue("cal_replicates", int(run["calibration_replicates"]), display=False)
 wilson_cal, slope_cal = planted.escape_calibrations(temps, run["chains"], P, run["reach_steps"], run["record_every"],
                                                     replicates=run["calibration_replicates"], seed=run["seed"])
 escape_to_decide = {}
