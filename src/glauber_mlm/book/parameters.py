@@ -290,7 +290,7 @@ class ParamType:
 DECLARED = {
     "profile": ParamType("str", nullable=False, example="cpu"),
     "output_dir": ParamType("str", nullable=False, example="01_rectangle_test"),
-    "scale": ParamType("float", nullable=False, sign=(">", 0), example=0.1),
+    "scale": ParamType("float", nullable=False, example=0.1),  # its range, (0, 1], is `profile_at_scale`'s to check
     "dtype": ParamType("str", example="bfloat16"),
     "device": ParamType("str", example="cuda:0"),
     "model": ParamType("str", example="roberta-base"),
