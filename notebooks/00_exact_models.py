@@ -745,11 +745,12 @@ glue("influence_finding", Markdown(
 growth_cal = ising_growth_calibration(growth_ns, growth_pairs, growth_budget, growth_tau, replicates=growth_runs,
                                       seed=run["seed"] + 1, coupling=J)
 truth_passes = round(growth_cal.power * growth_runs)
-null_passes = round(growth_cal.size * growth_runs)
+# the size is unknown (NaN) when no replanted run has a finite median at every length: a dry run's tiny budgets
+null_passes = None if np.isnan(growth_cal.size) else round(growth_cal.size * growth_runs)
 growth_rate = clopper_pearson(truth_passes, growth_runs)          # (rate, 95% low, 95% high)
-null_rate = clopper_pearson(null_passes, growth_runs)
+null_rate = (np.nan,) * 3 if null_passes is None else clopper_pearson(null_passes, growth_runs)
 power_low = clopper_pearson(truth_passes, growth_runs, 0.90)[1]    # one-sided 95% lower bound of the power
-size_high = clopper_pearson(null_passes, growth_runs, 0.90)[2]     # one-sided 95% upper bound of the size
+size_high = np.nan if null_passes is None else clopper_pearson(null_passes, growth_runs, 0.90)[2]  # its upper bound
 growth_passes = bool(power_low >= 0.80 and size_high <= 0.10)
 path_exponent = float(np.polyfit(np.log(growth_ns), np.log(np.array(growth_ns) * np.log(np.array(growth_ns) / 2)), 1)[0])
 growth_table = pd.DataFrame([

@@ -37,13 +37,17 @@ def unit_resamples(units, n_boot: int, seed: int = 0) -> list[np.ndarray]:
 
 def _percentile_interval(estimate: float, boots, level: float) -> tuple[float, float, float]:
     """(estimate, low, high): the (1 − level)/2 and (1 + level)/2 quantiles of the resampled statistics, widened to
-    contain the estimate. A NaN resample is refused, not dropped: dropping it would narrow the interval silently."""
+    contain the estimate. NaN resamples are counted and reported, not dropped (dropping them would narrow the interval
+    silently): the interval is then undefined, (estimate, NaN, NaN), with a warning that gives the count, so a rule
+    that reads it cannot pass on it."""
     boots = np.asarray(boots, float)
-    if np.isnan(boots).any():
-        raise ValueError(
-            f"{int(np.isnan(boots).sum())} of {boots.size} bootstrap resamples gave a NaN statistic: it is undefined "
-            "on them (NaN in the data, or e.g. a correlation of a resample whose values are all equal), and an "
-            "interval without them would be too narrow. Remove the NaN rows, or resample more units.")
+    undefined = int(np.isnan(boots).sum())
+    if undefined:
+        warnings.warn(
+            f"{undefined} of {boots.size} bootstrap resamples gave a NaN statistic: it is undefined on them (NaN in the "
+            "data, or e.g. a correlation of a resample whose values are all equal), so the interval is undefined (NaN); "
+            "remove the NaN rows, or resample more units.", RuntimeWarning, stacklevel=3)
+        return float(estimate), float("nan"), float("nan")
     tail = (1 - level) / 2
     low, high = np.quantile(boots, [tail, 1 - tail])
     return float(estimate), float(min(low, estimate)), float(max(high, estimate))
