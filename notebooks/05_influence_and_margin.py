@@ -504,6 +504,12 @@ glue("influence_finding", Markdown(opening + "\n\n" + "\n".join(rows)), display=
 # lies below τ*, coupling is already fast in between, and the theorem explains the fast regime only above
 # τ*. The paper reports the boundary near τ ≈ 1.5–2 on RoBERTa-base and gives no influence
 # estimates to compare τ* with.
+#
+# An exact answer exists only on a smaller chain: [notebook 08](08_exact_answers.ipynb) enumerates the model's own
+# chain restricted to two candidate tokens at a few sites of real passages and computes its Dobrushin matrix
+# exactly. This page's estimate is not calibrated on it, and cannot be: the restricted chain's conditionals are
+# renormalised over two candidates, so its α is a different quantity from the full-vocabulary influence measured
+# here, and its n stops where enumeration does.
 
 # %% [markdown]
 # **C(τ) and the theorem's 1/δ(τ).** Path coupling predicts T ≲ n log n / δ when the total influence is at most
@@ -668,11 +674,8 @@ dwell["trap"] = dwell.margin > 0
 run.save_table(dwell, "dwell_vs_margin")
 fit_rows = dwell[dwell.trap]
 chain_ids = (fit_rows.temperature.astype(str) + "/" + fit_rows.chain.astype(str)).to_numpy()
-# numpy's overflow warnings from Newton steps of far-out resamples (exp of a large −η) would print on the page as
-# stderr; the fit and its interval are what they are either way (issue 34's rule: no stderr block on a page)
-with np.errstate(over="ignore", invalid="ignore"):
-    fit = margins.fit_censored_dwell(fit_rows.margin_over_tau, fit_rows.dwell, fit_rows.censored, chain_ids,
-                                        seed=run["seed"])
+fit = margins.fit_censored_dwell(fit_rows.margin_over_tau, fit_rows.dwell, fit_rows.censored, chain_ids,
+                                 seed=run["seed"])
 fit_table = pd.DataFrame([dict(fit="log E[dwell] ≈ c·m/τ + b (censored geometric)", c=fit["slope"],
                                c_low=fit["slope_low"], c_high=fit["slope_high"], b=fit["intercept"], traps=fit["count"],
                                censored_traps=fit["censored"], chains=len(set(chain_ids)), dwells=len(dwell),
@@ -682,11 +685,13 @@ finite_c = bool(np.isfinite(fit["slope"]))
 if finite_c:
     remaining = run["steps"] - fit_rows.start.to_numpy()  # how much of its chain's run each dwell had left
     design = (fit_rows.margin_over_tau.to_numpy(), remaining, chain_ids, fit["intercept"])
+    # 200 replicates: the calibration is post-processing of planted dwells at this design (seconds), so it buys the
+    # bounds the verdict rule needs (issue 36: at least 200 where a calibration costs no forwards)
     grows_cal = dwell_fit_calibration(*design, rule=lambda f: bool(f["slope_low"] > 0), truth_c=1.0, null_c=0.0,
-                                      seed=run["seed"])
+                                      replicates=200, seed=run["seed"])
     equal_cal = dwell_fit_calibration(*design, rule=lambda f: bool(EQUIVALENCE[0] <= f["slope_low"]
                                                                    and f["slope_high"] <= EQUIVALENCE[1]),
-                                      truth_c=1.0, null_c=EQUIVALENCE[0], seed=run["seed"])
+                                      truth_c=1.0, null_c=EQUIVALENCE[0], replicates=200, seed=run["seed"])
     print(f"c > 0: {grows_cal}; c within {EQUIVALENCE}: {equal_cal}")
 run.save_table(fit_table, "dwell_fit")
 fit_row = fit_table.iloc[0]  # one fit: shown as a list of its quantities rather than one wide row

@@ -55,15 +55,7 @@ def test_every_number_in_the_committed_pages_comes_from_a_cell(notebook):
     assert not missing, "numbers typed into the prose (print or glue them from the tables instead):\n" + "\n".join(detail)
 
 
-# 05's committed page (2026-12-03) prints numpy overflow warnings from the Newton steps of
-# `margins.fit_censored_dwell` inside `planted.margin_theorem.dwell_fit_calibration`; the fix is an np.errstate there
-# and a re-execution of 05, which did not fit in that session. Strict: this fails once 05 is clean, to drop the mark.
-KNOWN_STDERR = {"05_influence_and_margin"}
-
-
-@pytest.mark.parametrize("notebook", [pytest.param(p, marks=pytest.mark.xfail(
-    strict=True, reason="05 prints numpy overflow warnings (see KNOWN_STDERR)")) if p.stem in KNOWN_STDERR else p
-    for p in EXECUTED], ids=[p.stem for p in EXECUTED])
+@pytest.mark.parametrize("notebook", EXECUTED, ids=[p.stem for p in EXECUTED])
 def test_no_progress_bar_or_stderr_block_reaches_a_committed_page(notebook):
     cells = json.loads(current_page(notebook).read_text())["cells"]
     blocks = [(k, "".join(o.get("text", ""))[:80]) for k, c in enumerate(cells) if c["cell_type"] == "code"

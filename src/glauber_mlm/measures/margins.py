@@ -213,7 +213,10 @@ def fit_censored_dwell(x, dwell, censored, groups, level: float = 0.95, n_boot: 
     if x.size < 3 or np.unique(x[~cens]).size < 2:  # escapes at one x only: the likelihood has no finite maximum
         return dict(slope=nan, slope_low=nan, slope_high=nan, intercept=nan, count=int(x.size), censored=int(cens.sum()))
     start = np.array([0.0, float(np.log(d.mean()))])
-    c, b = _censored_dwell_mle(x, d, cens, start)
+    # Newton steps of far-out resamples overflow (exp of a large −η); the fit is what it is either way, and a warning
+    # would print on a page as stderr
+    with np.errstate(over="ignore", invalid="ignore"):
+        c, b = _censored_dwell_mle(x, d, cens, start)
     units, unit_of = np.unique(groups, return_inverse=True)
     rng = np.random.default_rng(seed)
     picks = np.stack([rng.integers(0, units.size, units.size) for _ in range(n_boot)])   # units drawn per replicate
@@ -221,7 +224,8 @@ def fit_censored_dwell(x, dwell, censored, groups, level: float = 0.95, n_boot: 
     used = w > 0
     seen = used & ~cens                                                 # escapes at two x or more (a finite maximum)
     ok = np.where(seen, x, np.inf).min(1) < np.where(seen, x, -np.inf).max(1)
-    boots = _censored_dwell_mle_weighted(x, d, cens, w[ok], np.array([c, b]))[:, 0]
+    with np.errstate(over="ignore", invalid="ignore"):
+        boots = _censored_dwell_mle_weighted(x, d, cens, w[ok], np.array([c, b]))[:, 0]
     tail = (1 - level) / 2
     low, high = np.quantile(boots, [tail, 1 - tail]) if boots.size else (nan, nan)
     return dict(slope=float(c), slope_low=float(low), slope_high=float(high), intercept=float(b), count=int(x.size),
