@@ -18,8 +18,8 @@
 # through tokens of probability at most $(V-1)e^{-m/\tau}$, so escape takes exponentially long in $m/\tau$.
 # Empirically the paper decodes long low-temperature chains, embeds the text with a sentence-transformer
 # and finds tight clusters in the embedding trajectory, *traps* where the chain stays for hundreds to
-# thousands of steps before escaping (Figs 1 and 4), and it shows that the fraction of chains that ever
-# move far from their start (embedding distance $\geq \delta$) grows with temperature (Fig 7). This notebook
+# thousands of steps before escaping (paper Figs 1 and 4), and it shows that the fraction of chains that ever
+# move far from their start (embedding distance $\geq \delta$) grows with temperature (paper Fig. 7). This notebook
 # rebuilds the three measurements: the trajectory map, the traps (with dwell times, escapes and the text
 # at each trap's entry), and the escape fraction against $\tau$, with intervals over chains; and it tests the
 # theorem's prediction that log escape time grows linearly in $1/\tau$. Times cut short by the end of a run are
@@ -391,7 +391,7 @@ interactive_map(explore, "PC 1", "PC 2", "chain", ["step", "distance"], "chains 
                 text="text")
 
 # %% [markdown]
-# The paper's Fig 1 (BERT-base, long runs at low temperature) shows tight clusters, traps where the chain
+# The paper's Fig. 1 (BERT-base, long runs at low temperature) shows tight clusters, traps where the chain
 # stays for hundreds to thousands of steps, joined by fast transitions, with early and late states in
 # different regions. The numbers above say how far these runs moved: a real passage is not necessarily a
 # local mode of the model, so the chain may leave its start within the first few hundred steps and then
@@ -908,7 +908,7 @@ show_table(reader(escape_calibration))
 # %% [markdown]
 # **What {numref}`fig-03-escape-fraction` and {numref}`fig-03-escape-survival` show.** {glue:md}`escape_finding`
 #
-# How to read them: the paper's Fig 7 (BERT-base, many chains per temperature) shows the escape fraction rising with τ: at
+# How to read them: the paper's Fig. 7 (BERT-base, many chains per temperature) shows the escape fraction rising with τ: at
 # low temperature chains stay near their start, at high temperature nearly all of them move far. A larger δ
 # is harder to reach, so its curve lies below. Because each δ is a quantile of the distances between
 # unrelated real passages, reaching it means the chain's text has drifted as far from its start as a
@@ -925,8 +925,8 @@ run.conclude(
           "to thousands of steps (paper Figs 1, 4), and fewer chains move far from their start at low "
           "temperature than at high (paper Fig 7).",
     paper="on BERT, tight clusters where the chain stays for hundreds to thousands of steps, in 10,000-step "
-          "trajectories (Fig 1; 3,500 steps in Fig 4); the fraction of 100 chains per temperature reaching an "
-          "embedding distance from their start (Fig 7).",
+          "trajectories (paper Fig. 1; 3,500 steps in paper Fig. 4); the fraction of 100 chains per temperature reaching an "
+          "embedding distance from their start (paper Fig. 7).",
     key_numbers={
         "trap radius r, calibrated before any chain ran": f"{radius:.3f} (one-token jitter quantile {q_radius:g})",
         f"time trapped, τ = {tau_low:g} vs its matched null (walks of its own increments, random signs; paired "

@@ -796,14 +796,15 @@ run.conclude(
           "(fast mixing), and at low temperature a state's dwell time grows like $e^{c\\,m/\\tau}$ with its margin "
           "m, with c = 1 (metastability).",
     paper="no estimate of the total influence or of the margin on the models it studies (the theorems' conditions "
-          "are assumed); the slow-to-fast boundary near τ ≈ 1.5–2 on RoBERTa-base (Fig 2).",
+          "are assumed); the slow-to-fast boundary near τ ≈ 1.5–2 on RoBERTa-base (paper Fig. 2).",
     key_numbers={
-        **{f"n = {r.length}: crossing τ* of the pooled total influence (a lower bound on the true crossing; a side "
-           "reading: the grid's highest τ makes it cross, so it cannot fail)":
-           (f"{r.crossing_temperature:.2f}" if r.status == "inside the grid" else r.status)
-           + "; slow-to-fast boundary of the phase diagram " + (f"{r.boundary_temperature:g}"
-              if np.isfinite(r.boundary_temperature) else "not measured at this length")
-           for r in crossing.itertuples()},
+        "crossing τ* of the pooled total influence by length, with the phase diagram's slow-to-fast boundary (τ* is "
+        "a lower bound on the true crossing; a side reading: the grid's highest τ makes it cross, so it cannot fail)":
+            "; ".join(f"n = {r.length}: "
+                      + (f"{r.crossing_temperature:.2f}" if r.status == "inside the grid" else r.status)
+                      + " (boundary " + (f"{r.boundary_temperature:g}" if np.isfinite(r.boundary_temperature)
+                                         else "not measured") + ")"
+                      for r in crossing.itertuples()),
         "cells of notebook 02's tables above τ* at their length (fast / above / all)":
             f"{int(tested.fast.sum())} / {len(tested)} / {len(cells)}",
         f"median weakest-site margin of a state at τ = {lowest.temperature:g}": f"{lowest.median_state_min_margin:.2f} logits",
