@@ -522,6 +522,12 @@ show_table(verdicts.assign(law=verdicts.law.replace(LAW_NAMES),
 # the middle length's own. Each replicate draws as many pairs per length as the run has, with replacement, from a
 # replanted set, and the rule runs on it: power is the share of truth replicates that pass, size the share of null
 # replicates that pass. The same with twice the pairs per replicate says what a larger design would buy.
+#
+# **The exact truth on the model's own chain.** [Notebook 08](08_exact_answers.ipynb) runs this same rule on the
+# embedded model's Glauber chain restricted to two candidate tokens per site, at its three largest numbers of free
+# sites, where the exact mixing time, and so the truth the rule should find, is computed by enumeration; there the
+# rule is judged by its rate over independent runs. This page's calibration stays on its own coupling times
+# because the restricted chain stops at a few free sites, far below the lengths this rule reads here.
 
 # %%
 growth_rows, designs_by_tau = [], {}

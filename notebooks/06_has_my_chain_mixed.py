@@ -292,6 +292,12 @@ show_table(glauber_cells.rename(columns={
 # stationary (`planted.rhat_agreement_calibration`).
 # The same calibration at 2, 4 and 8 times the draws (until one decides) says how long the chains must run for the
 # rule to decide.
+#
+# An exact truth on the model itself exists only for a smaller chain: [notebook 08](08_exact_answers.ipynb)
+# computes the exact distance to stationarity d(t) of the model's chain restricted to two candidates per site. The
+# rule is not calibrated there in this build: R̂ here reads full-vocabulary chains through their pseudo-log-
+# likelihood, and the restricted chain's states and summary are not these, so the planted AR(1)
+# chains above, matched to this page's measured autocorrelation, remain its calibration.
 
 # %%
 pll_rhat = rhat[rhat.summary == "PLL energy"]

@@ -62,6 +62,9 @@ output_dir = None
 #   replicates: planted runs of each check's calibration
 #   lag: L of the L-lag runs (about the chain's t_mix keeps their terms 0 or 1)
 #   lag_temperature: τ of the L-lag runs
+#   growth_temperatures: τ at which notebook 02's growth rule runs on the first passage's chains (its three largest n)
+#   growth_pairs: coupled pairs per n in each of its runs (notebook 02's scaling_pairs)
+#   growth_runs: independent runs of the rule at each of those τ: its pass rate is the result
 
 # %%
 import numpy as np
@@ -75,6 +78,7 @@ from glauber_mlm import exact
 from glauber_mlm.models.passages import load_passages, sample_passages
 from glauber_mlm.pages import coupling_inequality
 from glauber_mlm.pages.checks import Check, calibrate
+from glauber_mlm.pages.planted.growth import GROWTH_LIMIT, coupling_samples, growth_rule_rates, judge_rates
 from glauber_mlm.pages.plots import legend_outside, log_axis_at, panels, show_table
 from glauber_mlm.pages.run import Run
 from glauber_mlm.samplers.lag_coupling import lag_coupling, tv_bound
@@ -83,16 +87,19 @@ from glauber_mlm.stats import fit_exponent_ci, law_exponent, law_function
 PROFILES = {
     "smoke": dict(model=None, device=None, seed=0, passages="embedded", documents=4, length=8, candidates=2,
                   sizes=[2, 3, 4], temperatures=[0.25, 1.0, 4.0], eps=0.25, coupling_size=3, pairs=64, budget=300,
-                  replicates=40, lag=8, lag_temperature=1.0),
+                  replicates=40, lag=8, lag_temperature=1.0, growth_temperatures=[4.0], growth_pairs=8,
+                  growth_runs=10),
     "cpu":   dict(model=None, device=None, seed=0, passages="embedded", documents=4, length=16, candidates=2,
                   sizes=[2, 3, 4, 6, 8, 10], temperatures=[0.25, 0.5, 1.0, 2.0, 4.0], eps=0.25, coupling_size=6,
-                  pairs=400, budget=2000, replicates=200, lag=16, lag_temperature=1.0),
+                  pairs=400, budget=2000, replicates=200, lag=16, lag_temperature=1.0, growth_temperatures=[2.0, 4.0],
+                  growth_pairs=48, growth_runs=200),
     "paper": dict(model="bert-base-uncased", device=None, seed=0, passages="ms_marco", documents=8, length=32,
                   candidates=2, sizes=[2, 3, 4, 6, 8, 10, 12], temperatures=[0.25, 0.5, 1.0, 2.0, 4.0], eps=0.25,
-                  coupling_size=8, pairs=1000, budget=10_000, replicates=200, lag=32, lag_temperature=1.0),
+                  coupling_size=8, pairs=1000, budget=10_000, replicates=200, lag=32, lag_temperature=1.0,
+                  growth_temperatures=[2.0, 4.0], growth_pairs=40, growth_runs=200),
 }
 # what `scale` (a dry run) multiplies, each with its least value; documents, sizes and temperatures are never scaled
-BUDGETS = dict(pairs=20, budget=50, replicates=20)
+BUDGETS = dict(pairs=20, budget=50, replicates=20, growth_pairs=8, growth_runs=10)
 run = Run("08_exact_answers", profile, PROFILES, output_dir, scale=scale, dtype=dtype, budgets=BUDGETS,
           overrides=globals())
 mlm = run.load_mlm(run["model"])  # clear error here for an unknown model
@@ -114,6 +121,13 @@ if eps >= 1:
 n_docs = run.integer("documents", 1)
 pairs, budget, replicates = run.integer("pairs", 2), run.integer("budget", 1), run.integer("replicates", 1)
 lag, lag_tau = run.integer("lag", 1), run.positive("lag_temperature")
+growth_taus = run.temperatures("growth_temperatures", 1)
+if not set(growth_taus) <= set(taus):
+    raise ValueError(f"growth_temperatures {growth_taus} must be among temperatures {taus}: the rule is judged against "
+                     "the exact t_mix computed there.")
+growth_pairs, growth_runs = run.integer("growth_pairs", 2), run.integer("growth_runs", 1)
+if len(sizes) < 3:
+    raise ValueError(f"sizes must hold at least three n: notebook 02's growth rule reads the three largest, got {sizes}.")
 texts = load_passages(run["passages"])
 contexts, passage_ids = sample_passages(mlm, texts, L, n_docs, seed=run.seed_for("starts", n=L))  # fails if too few
 run.show()
@@ -144,6 +158,10 @@ def planned_work(p: dict) -> list[Work]:
     work.append(Work("L-lag runs on the restricted chain", "restricted chain", p["coupling_size"],
                      runs * p["pairs"] * (p["lag"] + 2 * p["budget"]), runs * (p["lag"] + p["budget"]), kind="exact",
                      upper=True))
+    # notebook 02's growth rule: growth_runs runs of growth_pairs pairs at each of the three largest sizes, per τ
+    work += [Work("02's growth rule on the restricted chain", "restricted chain", n, 2 * len(p["growth_temperatures"])
+                  * p["growth_runs"] * p["growth_pairs"] * p["budget"], len(p["growth_temperatures"]) * p["budget"],
+                  kind="exact", upper=True) for n in sorted(set(p["sizes"]))[-3:]]
     return work
 
 
@@ -253,6 +271,43 @@ glue("growth_finding", Markdown("; ".join(
 # ```{glue:md} growth_finding
 # :format: myst
 # ```
+
+# %% [markdown]
+# **Notebook 02's growth rule on the real chain.** 02 decides its claim with a rule on coupling times: the one-sided
+# 97.5 % bootstrap bound of their local exponent over the three largest lengths lies below 1.5
+# (`planted.grows_slower_than_n15`). Here it runs on the first passage's restricted chains at the three largest n,
+# `growth_runs` times at each τ of `growth_temperatures`, each run `growth_pairs` coupled pairs per n from fresh
+# uniform starts (`planted.coupling_samples`), and it is judged by its rate, as notebook 00 judges it on the Ising
+# chain (`planted.judge_rates`): it should pass where the exact $t_\mathrm{mix}$ of the same chains grows more
+# slowly than $n^{1.5}$ over those n, and it should be fooled rarely by the same runs replanted so that their
+# medians grow like $n^{1.5}$. Its truth is the exact answer, on the model's own chain rather than a stand-in; the
+# check is a side check of this page (the rule is 02's), and it is read only at the τ where the exact exponent
+# is below 1.5.
+
+# %%
+top = sizes[-3:]
+first_exact = answers[answers.passage == passage_ids[0]]
+rule_rows, rule_cals = [], {}
+for t_index, tau in enumerate(growth_taus):
+    t_mix_top = first_exact[first_exact.temperature == tau].set_index("n").t_mix.reindex(top).to_numpy(float)
+    exponent = float(np.polyfit(np.log(top), np.log(t_mix_top), 1)[0])  # the exact local exponent over these n
+    samples = coupling_samples({n: chains[0, n][0] for n in top},
+                               {n: run.seed_for("pairs", n=n, s=2 * n_docs + t_index) for n in top},
+                               growth_runs, growth_pairs, budget, tau)
+    rule_cals[tau] = growth_rule_rates(
+        samples, budget, f"{growth_runs} runs of {growth_pairs} pairs at n = {', '.join(map(str, top))} on the first "
+        f"passage's restricted chains (τ = {tau:g}, the exact t_mix's local exponent {exponent:.2f}) / the same runs "
+        "replanted as n^1.5", seed=run["seed"])
+    rule_rows.append(dict(temperature=tau, lengths="–".join(map(str, top)), exact_exponent=exponent,
+                          exact_below=exponent < GROWTH_LIMIT, pairs=growth_pairs, **judge_rates(rule_cals[tau])))
+growth_rule = run.save_table(pd.DataFrame(rule_rows), "growth_rule_rate")
+show_table(growth_rule.rename(columns={"temperature": "τ", "exact_exponent": "exact t_mix exponent",
+                                       "truth_passes": "runs passed", "null_passes": "replanted runs passed"}))
+read = growth_rule[growth_rule.exact_below]
+growth_rule_holds = None if read.empty or read.passes.isna().any() else bool(read.passes.all())
+# the check's calibration is that of the least favourable τ read (lowest power bound, then highest size bound)
+worst_tau = None if read.empty else read.sort_values(["power_low", "size_high"], ascending=[True, False]).temperature.iloc[0]
+growth_rule_cal = None if worst_tau is None else rule_cals[worst_tau]
 
 # %% [markdown]
 # ## 4. The coupling inequality on the real chain
@@ -409,8 +464,9 @@ glue("incompatibility_finding", Markdown(
 largest = answers[answers.n == max(sizes)]
 run.conclude(
     claim="On the embedded model's own Glauber chain, restricted to its top two candidates at n free sites of real "
-          "passages and enumerated, the mixing time, influence and incompatibility are exact, and the book's "
-          "coupling estimator bounds the exact distance from above.",
+          "passages and enumerated, the mixing time, influence and incompatibility are exact; the book's coupling "
+          "estimator bounds the exact distance from above, and notebook 02's growth rule reads the exact growth "
+          "right.",
     key_numbers={
         f"exact t_mix({eps:g}) at n = {max(sizes)}, median over {n_docs} passages": "; ".join(
             f"τ = {t:g}: {v:g}" for t, v in tmix.loc[max(sizes)].items()),
@@ -421,6 +477,11 @@ run.conclude(
             f"τ = {t:g}: {v:.2f}" for t, v in largest.groupby("temperature").total_influence.median().items()),
         f"L-lag bound (L = {lag}, τ = {lag_tau:g}): least upper end − exact d(t) where d(t) ≥ {TV_FLOOR:g}":
             f"{least.min():.3f}" if len(least) else "no step read",
+        f"notebook 02's growth rule on the first passage's chains at n = {', '.join(map(str, top))} (pass rate over "
+        f"{growth_runs} runs, its one-sided 95 % bound; the same runs replanted as n¹·⁵)": "; ".join(
+            f"τ = {r.temperature:g} (exact t_mix exponent {r.exact_exponent:.2f}): {r.truth_passes} of {r.runs} "
+            f"(≥ {r.power_low:.2f}); replanted {r.null_passes} of {r.runs} (≤ {r.size_high:.2f})"
+            for r in growth_rule.itertuples()),
         "exact t_mix / Dobrushin bound where α < 1": (f"at most {ratio.max():.2f} over {len(below)} cells"
                                                       if len(below) else "no cell has α < 1"),
         f"TV(random-scan law, systematic-scan law) at n = {max(sizes)}, median": "; ".join(
@@ -437,6 +498,16 @@ run.conclude(
               "passes when ≥ 0 in every cell", f"{min(slacks):.3f}", coupling_holds, coupling_cal,
               to_decide="more pairs per cell: the null (times halved) is told apart once the DKW margin is below the "
                         "gap it opens"),
+        Check(f"notebook 02's growth rule, at the three largest n ({', '.join(map(str, top))}), passes the real chain's "
+              "coupling times in at least 80% of runs at every τ where the exact t_mix grows more slowly than n¹·⁵ over "
+              "those n, and the same runs replanted as n¹·⁵ in at most 10%, each rate bounded one-sided at 95%",
+              f"pass rates over {growth_runs} runs per τ, with one-sided 95% Clopper–Pearson bounds",
+              "passes when, at every τ read, the power's lower bound is ≥ 0.80 and the size's upper bound is ≤ 0.10",
+              "; ".join(f"τ = {r.temperature:g}: power {r.power:.3f} (lower bound {r.power_low:.3f}), size "
+                        f"{r['size']:.3f} (upper bound {r.size_high:.3f})" for _, r in read.iterrows())
+              or "no τ read: the exact exponent is at least 1.5 at every growth temperature",
+              growth_rule_holds, growth_rule_cal,
+              to_decide="more runs per τ: the bounds narrow as 1/√runs"),
         Check(f"the L-lag bound's upper interval end (L = {lag}, {pairs} runs, τ = {lag_tau:g}) lies at or above the "
               f"exact d(t) wherever d(t) ≥ {TV_FLOOR:g}, on every passage's restricted chain (n = {n_couple})",
               "least (upper end − exact d(t)) where d(t) ≥ the floor", "passes when ≥ 0 on every passage",
@@ -445,7 +516,8 @@ run.conclude(
     ],
     question="book",
     not_shown=(f"that the restricted chain's mixing speaks for the full chain (2 candidates per site, n ≤ {max(sizes)} "
-               "free sites of a fixed passage); the growth exponent is a reading over few n and passages, not a check; "
+               "free sites of a fixed passage); the growth exponent is a reading over few n and passages, not a check "
+              "(02's rule is checked against it on the first passage's chains); "
                "the Dobrushin bound is a theorem, shown as a reading; the margin theorem's escape times are not shown "
                "(greedy sweeps of these incompatible conditionals can cycle, so a greedy state's basin is not always "
                "defined)"))

@@ -15,6 +15,7 @@ from notebook_runner import execute, first_cell_error, read_table
 
 NAME = "08_exact_answers"
 SIZES, TEMPS, DOCUMENTS, COUPLING_SIZE, PAIRS, BUDGET, REPLICATES = [2, 3, 4], [0.25, 1.0, 4.0], 4, 3, 64, 300, 40
+GROWTH_TEMPS, GROWTH_PAIRS, GROWTH_RUNS = [4.0], 8, 10
 pytestmark = pytest.mark.skipif(not (DEFAULT_MODEL / "model.safetensors").is_file(),
                                 reason="the embedded default model is not built yet")
 
@@ -50,16 +51,40 @@ def test_coupling_curves_are_survivals_above_the_exact_distance(out):
         assert (np.diff(g.exact_tv) <= 1e-12).all() and (np.diff(g.survival) <= 0).all()
     summary = read_table(out, "coupling_check")
     checks = read_table(out, "checks")
-    assert len(checks) == 2 and (checks.replicates == REPLICATES).all() and checks.core.tolist() == [True, False]
+    assert len(checks) == 3 and checks.core.tolist() == [True, True, False]
+    assert checks.replicates.tolist() == [REPLICATES, GROWTH_RUNS, REPLICATES]
     assert checks.rule_says.iloc[0] == ("pass" if (summary.slack >= 0).all() else "fail")
     # the L-lag side check reads its own table with notebook 07's rule
     lag = read_table(out, "lag_bounds")
     read = lag[lag.exact_tv >= 0.02]
     assert lag.passage.nunique() == DOCUMENTS and (lag.bound_high >= lag.bound - 1e-12).all()
-    assert checks.rule_says.iloc[1] == ("pass" if (read.bound_high >= read.exact_tv).all() else "fail")
+    assert checks.rule_says.iloc[2] == ("pass" if (read.bound_high >= read.exact_tv).all() else "fail")
     assert (summary.pairs == PAIRS).all() and (summary.met <= PAIRS).all()
     result = json.loads((out / "result.json").read_text())
     assert result["question"] == "book" and any(k.startswith("exact t_mix") for k in result["numbers"])
+
+
+def test_02s_growth_rule_is_judged_against_the_exact_exponent_of_the_same_chains(out):
+    from glauber_mlm.pages.planted.growth import RATE_POWER_MIN, RATE_SIZE_MAX
+    from glauber_mlm.stats import clopper_pearson
+
+    rule = read_table(out, "growth_rule_rate")
+    assert rule.temperature.tolist() == GROWTH_TEMPS and (rule.runs == GROWTH_RUNS).all()
+    assert (rule.pairs == GROWTH_PAIRS).all() and (rule.lengths == "2–3–4").all()
+    # the exact exponent is the slope of the first passage's exact t_mix on n over the three largest sizes
+    answers = read_table(out, "exact_answers")
+    first = answers[(answers.passage == answers.passage.iloc[0]) & (answers.temperature == GROWTH_TEMPS[0])]
+    slope = np.polyfit(np.log(first.n), np.log(first.t_mix.astype(float)), 1)[0]
+    assert rule.exact_exponent.iloc[0] == pytest.approx(slope) and rule.exact_below.iloc[0] == (slope < 1.5)
+    for r in rule.itertuples():
+        assert 0 <= r.truth_passes <= r.runs and r.power == pytest.approx(r.truth_passes / r.runs)
+        assert r.power_low == pytest.approx(clopper_pearson(r.truth_passes, r.runs, 0.90)[1])
+        if not np.isnan(r.size_high):
+            assert r.passes == (r.power_low >= RATE_POWER_MIN and r.size_high <= RATE_SIZE_MAX)
+    checks = read_table(out, "checks")
+    read = rule[rule.exact_below]
+    says = "not computable" if read.empty or read.passes.isna().any() else ("pass" if read.passes.all() else "fail")
+    assert checks.rule_says.iloc[1] == says
 
 
 def test_the_chains_forwards_match_the_plan():
@@ -79,6 +104,8 @@ def test_the_chains_forwards_match_the_plan():
 
 
 @pytest.mark.parametrize("params, message", [(dict(sizes=[2, 20]), "sizes"), (dict(sizes=[13]), "sizes"),
+                                             (dict(sizes=[2, 3]), "three"),
+                                             (dict(growth_temperatures=[3.0]), "growth_temperatures"),
                                              (dict(coupling_size=13), "coupling_size"), (dict(eps=1.5), "eps")])
 def test_bad_parameters_stop_in_the_first_cell(tmp_path, params, message):
     err = first_cell_error(NAME, tmp_path, **params)

@@ -167,3 +167,33 @@ def test_the_rhat_calibration_simulates_the_pages_cells():
     two = mixing.rhat_agreement_calibration(8, 38, 0.25, 1.05, replicates=100, fast_cells=2, seed=2)
     assert two.power <= one.power + 0.05 and "1 slow and 2 fast cells" in two.calibrated_on
     assert two.power >= 0.8 and two.size <= 0.1
+
+
+def test_a_rule_judged_by_its_rates_passes_only_on_both_bounds():
+    from glauber_mlm.pages.checks import Calibration
+    from glauber_mlm.pages.planted.growth import judge_rates
+    from glauber_mlm.stats import clopper_pearson
+
+    good = judge_rates(Calibration(190 / 200, 4 / 200, 200, "planted"))
+    assert (good["truth_passes"], good["null_passes"], good["passes"]) == (190, 4, True)
+    assert good["power_low"] == pytest.approx(clopper_pearson(190, 200, 0.90)[1]) and good["power_low"] < 0.95
+    # a power of 0.85 over 40 runs: its lower bound (≈ 0.72) is below 0.80, so the rule does not pass
+    assert judge_rates(Calibration(34 / 40, 0.0, 40, "planted"))["passes"] is False
+    # 3 false passes in 30: the size's upper bound (≈ 0.24) is above 0.10
+    assert judge_rates(Calibration(1.0, 3 / 30, 30, "planted"))["passes"] is False
+    assert judge_rates(Calibration(1.0, float("nan"), 30, "planted"))["passes"] is None
+
+
+def test_coupling_samples_start_uniformly_over_each_models_states_and_keep_their_replicates_apart():
+    from glauber_mlm import exact
+    from glauber_mlm.pages.planted.growth import coupling_samples
+
+    models = {3: exact.potts_chain(3, 3, 0.2), 5: exact.potts_chain(5, 3, 0.2)}
+    samples = coupling_samples(models, {3: 11, 5: 12}, replicates=4, pairs=6, budget=50, temperature=5.0)
+    assert len(samples) == 4
+    for n, times, met in samples:
+        assert n.tolist() == [3.0] * 6 + [5.0] * 6 and times.shape == met.shape == (12,)
+        assert (times[met] <= 50).all() and (times >= 0).all()
+    assert not all(np.array_equal(samples[0][1], s[1]) for s in samples[1:])  # the replicates are different runs
+    again = coupling_samples(models, {3: 11, 5: 12}, replicates=4, pairs=6, budget=50, temperature=5.0)
+    assert all(np.array_equal(a[1], b[1]) for a, b in zip(samples, again))  # seeded

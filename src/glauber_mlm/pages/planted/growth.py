@@ -11,10 +11,25 @@ from ...samplers.coupling import coupling_times
 from ...stats import law_function
 
 
+def coupling_samples(models, seeds, replicates: int, pairs: int, budget: int, temperature: float
+                     ) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """`replicates` samples (n, times, met) of coupled Glauber on exact models (`models`: {n: model with n sites}),
+    from independent uniform starts over each model's states, `pairs` per length, all replicates of a length in one
+    batch seeded `seeds[n]` (its starts and its chains)."""
+    per_length = []
+    for n, model in models.items():
+        g = torch.Generator().manual_seed(int(seeds[n]))
+        x0, y0 = (torch.randint(model.vocab_size, (replicates * pairs, int(n)), generator=g) for _ in range(2))
+        res = coupling_times(model, x0, y0, budget, temperature, seed=int(seeds[n]))
+        per_length.append((res.times.numpy().reshape(replicates, pairs), res.met.numpy().reshape(replicates, pairs)))
+    n = np.repeat(np.asarray(list(models), float), pairs)
+    return [(n, np.concatenate([t[r] for t, _ in per_length]).astype(float),
+             np.concatenate([m[r] for _, m in per_length])) for r in range(replicates)]
+
+
 def ising_coupling_samples(seed: int, replicates: int, lengths, pairs: int, budget: int, coupling: float = 1.0,
                            temperature: float = 2.0) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
-    """`replicates` samples (n, times, met): coupled Glauber on the Ising chain from independent uniform starts,
-    `pairs` per length, all replicates of a length in one batch.
+    """`coupling_samples` on the Ising chain at each of `lengths`.
 
     At high temperature path coupling contracts (δ = 1 − tanh(J/τ) > 0) and T ≈ (n/δ)·log(n/2): n log n with a
     lower-order linear term, the truth of the rule "not faster than n log n". Each (n, τ) cell's starts and chain
@@ -22,16 +37,9 @@ def ising_coupling_samples(seed: int, replicates: int, lengths, pairs: int, budg
     lengths and temperatures share no chain however many pairs they hold."""
     from ...rng import cell_seed
 
-    per_length = []
-    for n in lengths:
-        base = cell_seed(seed, "planted ising pairs", int(n), float(temperature))
-        g = torch.Generator().manual_seed(base)
-        x0, y0 = (torch.randint(2, (replicates * pairs, int(n)), generator=g) for _ in range(2))
-        res = coupling_times(exact.potts_chain(int(n), 2, coupling), x0, y0, budget, temperature, seed=base)
-        per_length.append((res.times.numpy().reshape(replicates, pairs), res.met.numpy().reshape(replicates, pairs)))
-    n = np.repeat(np.asarray(lengths, float), pairs)
-    return [(n, np.concatenate([t[r] for t, _ in per_length]).astype(float),
-             np.concatenate([m[r] for _, m in per_length])) for r in range(replicates)]
+    models = {int(n): exact.potts_chain(int(n), 2, coupling) for n in lengths}
+    seeds = {n: cell_seed(seed, "planted ising pairs", n, float(temperature)) for n in models}
+    return coupling_samples(models, seeds, replicates, pairs, budget, temperature)
 
 
 GROWTH_LIMIT = 1.5  # the exponent the growth rule's upper bound must lie below: n^1.5, the nearest faster law
@@ -141,29 +149,55 @@ def growth_replant_calibration(n, times, met, budget: int, pairs: int | None = N
 
 def ising_growth_calibration(lengths, pairs: int, budget: int, temperature: float, replicates: int = 200,
                              seed: int = 0, coupling: float = 1.0, null: str = "n^1.5", largest: int = 3):
-    """The rate at which `grows_slower_than_n15` passes the exact Ising chain at J/τ (`coupling`/`temperature`),
-    whose coupling times grow like n log n (T ≈ (n/δ)·log(n/2), δ = 1 − tanh(J/τ)), over `replicates` fresh runs
-    at a design (lengths, pairs per length, budget): the power. Size: the same runs replanted as `null`
-    (`replant_growth`) with one shift per length taken from the pooled runs' locations, so that each run's own
-    locations scatter around `null` as a sample of it would. Returns a Calibration (its counts are the result
-    notebook 00 reports)."""
-    from ..checks import Calibration
-
+    """`growth_rule_rates` on `replicates` fresh runs of the exact Ising chain at J/τ (`coupling`/`temperature`),
+    whose coupling times grow like n log n (T ≈ (n/δ)·log(n/2), δ = 1 − tanh(J/τ)), at a design (lengths, pairs per
+    length, budget). Returns a Calibration (its counts are the result notebook 00 reports)."""
     lengths = sorted(int(m) for m in lengths)
     samples = ising_coupling_samples(seed, replicates, lengths, pairs, budget, coupling=coupling,
                                      temperature=temperature)
     on = (f"Ising chain (J/τ = {coupling / temperature:.3g}, n log n) / its times replanted as {null}; {pairs} pairs "
           f"at n = {', '.join(map(str, lengths))}, budget {budget}")
+    return growth_rule_rates(samples, budget, on, seed=seed, null=null, largest=largest)
+
+
+def growth_rule_rates(samples, budget: int, calibrated_on: str, seed: int = 0, null: str = "n^1.5",
+                      largest: int = 3):
+    """The rate at which `grows_slower_than_n15` passes independent runs `samples` (each (n, times, met)) of a chain
+    whose growth is the truth (the power), and the rate at which it passes the same runs replanted as `null`
+    (`replant_growth`, one shift per length from the pooled runs' locations, so that each run's own locations
+    scatter around `null` as a sample of it would): the size. Returns a Calibration."""
+    from ...stats import local_exponent
+    from ..checks import Calibration
+
+    replicates = len(samples)
     truth = [grows_slower_than_n15(s, seed=seed + r, largest=largest) is True for r, s in enumerate(samples)]
     n = np.concatenate([s[0] for s in samples])
     t = np.concatenate([s[1] for s in samples])
     m = np.concatenate([s[2] for s in samples])
     top = np.unique(n)[-largest:]
-    from ...stats import local_exponent
-
     if not np.isfinite(local_exponent(n, t, m, largest=largest, n_boot=100)["beta"]):
-        return Calibration(float(np.mean(truth)), float("nan"), replicates, on)
+        return Calibration(float(np.mean(truth)), float("nan"), replicates, calibrated_on)
     pooled = _growth_locations(n, t, m, top)
     size = np.mean([grows_slower_than_n15(replant_growth(*s, null, budget, largest=largest, locations=pooled),
                                           seed=seed + r, largest=largest) is True for r, s in enumerate(samples)])
-    return Calibration(float(np.mean(truth)), float(size), replicates, on)
+    return Calibration(float(np.mean(truth)), float(size), replicates, calibrated_on)
+
+
+RATE_POWER_MIN = 0.80  # a tool judged by its rate passes when its power's one-sided 95 % lower bound reaches this …
+RATE_SIZE_MAX = 0.10   # … and its size's one-sided 95 % upper bound stays at or below this
+
+
+def judge_rates(calibration) -> dict:
+    """A rule judged by its rates over independent runs (pages 00 and 08): its power and size with their one-sided
+    95 % Clopper–Pearson bounds, and `passes`: power's lower bound ≥ `RATE_POWER_MIN` and size's upper bound ≤
+    `RATE_SIZE_MAX` (None when the size is unknown: no replanted run had a finite location at every length)."""
+    from ...stats import clopper_pearson
+
+    runs = calibration.replicates
+    truth_passes = round(calibration.power * runs)
+    null_passes = None if np.isnan(calibration.size) else round(calibration.size * runs)
+    power_low = clopper_pearson(truth_passes, runs, 0.90)[1]
+    size_high = float("nan") if null_passes is None else clopper_pearson(null_passes, runs, 0.90)[2]
+    passes = None if null_passes is None else bool(power_low >= RATE_POWER_MIN and size_high <= RATE_SIZE_MAX)
+    return dict(runs=runs, truth_passes=truth_passes, null_passes=null_passes, power=calibration.power,
+                power_low=power_low, size=calibration.size, size_high=size_high, passes=passes)
