@@ -13,16 +13,15 @@
 # %% [markdown]
 # # The rectangle test: MLM conditionals come from no joint law
 #
-# **Claim.** The paper certifies that the conditionals of masked language models are *incompatible*:
-# no joint distribution over sequences has them as its full conditionals. The certificate is the
-# rectangle statistic ρ = log R, equation {eq}`eq-rectangle` of [the theory page](../theory.md): walk around the rectangle
-# (a,b) → (a',b) → (a',b') → (a,b') → (a,b) at two sites i ≠ j of a fixed context, multiplying
-# conditional ratios; any joint law gives ρ = 0 exactly, so |ρ| above float noise proves incompatibility.
-# This notebook measures ρ on many random rectangles drawn from real passages, sets the tolerance from the
-# float noise of a model that *is* compatible, reports the certified fraction with a confidence interval,
-# follows ρ across temperature ($\rho_\tau = \rho_1/\tau$), relates |ρ| to the token-level influence between the
-# two sites (paper Figs 5 and 6), and compares the certificate with a second measure that looks at all top-k
-# candidates of a pair of sites at once.
+# **Claim.** The paper certifies that the conditionals of masked language models are *incompatible*: no joint
+# distribution over sequences has them as its full conditionals. The certificate is the rectangle statistic ρ = log R,
+# equation {eq}`eq-rectangle` of [the theory page](../theory.md): walk around the rectangle (a,b) → (a',b) → (a',b') →
+# (a,b') → (a,b) at two sites i ≠ j of a fixed context, multiplying conditional ratios; any joint law gives ρ = 0
+# exactly, so |ρ| above float noise proves incompatibility. This notebook measures ρ on random rectangles of real
+# passages, sets the tolerance from the float noise of a model that *is* compatible, reports the certified fraction with
+# a confidence interval, follows ρ across temperature ($\rho_\tau = \rho_1/\tau$), relates |ρ| to the token-level
+# influence between the two sites (paper Figs 5 and 6), and compares the certificate with a second measure that reads
+# all top-k candidates of a pair of sites at once.
 
 # %% [markdown]
 # :::{admonition} The result of this build
@@ -54,12 +53,9 @@ output_dir = None
 #   compat_pairs: rectangle pairs (context, i, j) on which the residual is computed, spread over the contexts
 
 # %%
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-import seaborn as sns
 import torch
-from IPython.display import Markdown
 from myst_nb import glue
 
 import glauber_mlm as gm
@@ -68,7 +64,7 @@ from glauber_mlm.pages.run import Run
 from glauber_mlm.models.passages import load_passages, sample_passages
 from glauber_mlm.pages.planted.rectangles import (certification_calibration, influence_correlation_calibration,
                                                   residual_calibration)
-from glauber_mlm.pages.plots import interval_errorbar, show_table, temperature_axis
+from glauber_mlm.pages.report import rectangle as report
 from glauber_mlm.measures.rectangle import float64_twin, noise_tolerance
 from glauber_mlm.stats import proportion_ci, spearman_ci, unit_bootstrap_ci
 
@@ -149,22 +145,18 @@ show_plan(planned_work(run.params))
 # %% [markdown]
 # ## Float noise: how large is ρ when the answer is exactly zero?
 #
-# A positive joint law makes ρ = 0, but a computer evaluates ρ from float32 log-probabilities, so even a
-# compatible model gives |ρ| of the order of the rounding error. We measure that noise on an exact model
-# that has a joint law by construction (a random symmetric pairwise model, `gm.exact.compatible_pairwise`),
-# with the same sequence length and logits of the same spread as each MLM, through the very same fp32 path
-# (`gm.random_rectangles` and `gm.rectangle_test`). The tolerance is a safe multiple of the largest |ρ| seen
-# there. An exact model's logits are float64 values rounded once to float32, but an MLM's fp32 logits also
-# carry the rounding of every layer of the network; so as a second check we evaluate part of the MLM's
-# rectangles again with a float64 copy of the network (`float64_twin`) and take the largest difference in ρ.
-# The tolerance is `safety` times the larger of the two noise levels (`rectangle.noise_tolerance`, the rule
-# notebook 00 uses too).
+# A positive joint law makes ρ = 0, but ρ is evaluated from float32 log-probabilities, so even a compatible model gives
+# |ρ| of the order of the rounding error. We measure that noise on a model with a joint law by construction (a random
+# symmetric pairwise model, `gm.exact.compatible_pairwise`) of each MLM's length and logit spread, through the same fp32
+# path (`gm.random_rectangles`, `gm.rectangle_test`); and, since an MLM's fp32 logits also carry the rounding of every
+# layer of the network, as the largest change of ρ when part of the MLM's rectangles are evaluated again with a float64
+# copy of the network (`float64_twin`). The tolerance is `safety` times the larger of the two noise levels
+# (`rectangle.noise_tolerance`, the rule notebook 00 uses too).
 #
-# **Why this tolerance is larger than notebook 00's.** Both pages compute it by the same rule. Notebook 00's
-# tolerance for its exact models has only the first noise level: an exact model has no network, its logits are
-# float64 values rounded once. Here the second one, the rounding of every layer of the network, enters (the
-# generated sentence under {numref}`fig-01-rho-distribution` says which level sets each model's tolerance), and the compatible
-# reference has this page's length, more states than page 00's toys and the MLM's logit spread.
+# **Why this tolerance is larger than notebook 00's.** The rule is the same, but notebook 00's exact models have only
+# the first noise level (no network: their logits are float64 values rounded once); here the network's rounding enters
+# too (the generated sentence under {numref}`fig-01-rho-distribution` says which level sets each model's tolerance), and
+# the compatible reference has this page's length, more states than page 00's toys and the MLM's logit spread.
 
 # %%
 R = run["contexts"] * run["per_passage"]
@@ -181,40 +173,15 @@ for mlm in mlms:
     compat_exact[mlm.name] = compat, compat_rects  # the second measure's noise is measured on them too
     noise_rows.append(dict(model=mlm.name, logit_std=logit_std, compatible_max_abs_rho=compat_rho[mlm.name].max(),
                            compatible_rectangles=len(compat_rho[mlm.name])))
-noise = pd.DataFrame(noise_rows)
-READABLE = {"logit_std": "logit sd", "compatible_max_abs_rho": "compatible model: largest |ρ|",
-            "compatible_rectangles": "compatible rectangles", "fraction_certified": "certified", "ci_low": "95% low",
-            "ci_high": "95% high", "median_abs_rho": "median |ρ|", "median_ci_low": "median |ρ|: 95% low",
-            "median_ci_high": "median |ρ|: 95% high", "forward_noise": "fp32 vs float64 change of ρ",
-            "context_sd_log_rho": "sd over contexts of log |ρ|", "compatible_max_rms": "compatible model: largest RMS",
-            "median_rms": "median RMS", "flagged": "flagged by the residual", "flagged_given_certified":
-            "flagged, of the certified", "calibrated_on": "calibrated on"}
-
-
-def readable(df):
-    """Column names a reader reads: the names above, spaces for underscores."""
-    return df.rename(columns=READABLE).rename(columns=lambda c: str(c).replace("_", " "))
-
-
-def turned(df):
-    """A table of one row per model and many columns, one row per column (so it fits a phone)."""
-    def cell(v):
-        if isinstance(v, str):
-            return v
-        return f"{v:,.0f}" if float(v).is_integer() and abs(v) >= 1 else f"{v:.3g}"
-    t = readable(df).set_index("model").T
-    return show_table(t.apply(lambda col: col.map(cell)).rename_axis(None, axis=1).reset_index(names=""))
-
-
-show_table(readable(noise))
+report.table(pd.DataFrame(noise_rows))
 
 # %% [markdown]
 # ## Rectangles on real passages
 #
-# For each model: contexts are real passages of `length` tokens (one per document), the sites i ≠ j are
-# uniform, and a ≠ a' (b ≠ b') are two of the top-k tokens of the conditional at i (j), the tokens a chain
-# would actually visit. All four conditionals run in fp32. Beside ρ we keep the token-level influence between
-# the two sites, $\tfrac12[\mathrm{TV}(q_i(\cdot \mid b), q_i(\cdot \mid b')) + \mathrm{TV}(q_j(\cdot \mid a), q_j(\cdot \mid a'))]$,
+# For each model: contexts are real passages of `length` tokens (one per document), the sites i ≠ j are uniform, and a ≠
+# a' (b ≠ b') are two of the top-k tokens of the conditional at i (j), the tokens a chain would actually visit. All four
+# conditionals run in fp32. Beside ρ we keep the token-level influence between the two sites,
+# $\tfrac12[\mathrm{TV}(q_i(\cdot \mid b), q_i(\cdot \mid b')) + \mathrm{TV}(q_j(\cdot \mid a), q_j(\cdot \mid a'))]$,
 # from the same four conditionals.
 
 # %%
@@ -243,41 +210,12 @@ for mlm, noise_row in zip(mlms, noise_rows):
                           compatible_max_abs_rho=noise_row["compatible_max_abs_rho"], forward_noise=forward_noise))
 rectangles = run.save_table(pd.concat(tables, ignore_index=True), "rectangles")
 summary = run.save_table(pd.DataFrame(summaries), "summary")
-glue("rho_finding", Markdown(" ".join(
-    f"On {r.model}, {r.fraction_certified:.1%} [{r.ci_low:.1%}, {r.ci_high:.1%}] of {r.rectangles} rectangles lie above "
-    f"the tolerance {r.tolerance:.1e}, with median |ρ| {r.median_abs_rho:.3g}, {r.median_abs_rho / r.tolerance:,.0f}× it."
-    for r in summary.itertuples())), display=False)
-# which of the two noise levels sets each model's tolerance (the rule is `rectangle.noise_tolerance`, as on page 00)
-glue("tolerance_source", Markdown(" ".join(
-    f"For {r.model} the fp32-versus-float64 change of the forward ({r.forward_noise:.1e}) is "
-    + (f"{r.forward_noise / r.compatible_max_abs_rho:,.0f}× the compatible model's largest |ρ| "
-       f"({r.compatible_max_abs_rho:.1e}), so the network's own rounding sets the tolerance {r.tolerance:.1e}."
-       if r.forward_noise > r.compatible_max_abs_rho else
-       f"below the compatible model's largest |ρ| ({r.compatible_max_abs_rho:.1e}), which sets the tolerance "
-       f"{r.tolerance:.1e}.")
-    for r in summary.itertuples())), display=False)
-turned(summary)
-
-# %%
-import matplotlib.ticker as mticker
-
-from glauber_mlm.pages.plots import legend_outside, panels
-
-fig, model_axes = panels(len(mlms), height=4.2)
-floor = 1e-12  # |ρ| can be exactly 0 (e.g. when a rectangle's queries coincide); drawn at this floor
-for ax, mlm, row in zip(model_axes, mlms, summaries):
-    mine = np.maximum(rectangles.loc[rectangles.model == mlm.name, "abs_rho"].to_numpy(), floor)
-    ref = np.maximum(compat_rho[mlm.name], floor)
-    bins = np.logspace(np.log10(min(mine.min(), ref.min())), np.log10(max(mine.max(), ref.max())) + 0.1, 60)
-    ax.hist(ref, bins=bins, alpha=0.6, color="tab:gray", label="compatible exact model")
-    ax.hist(mine, bins=bins, alpha=0.7, color="tab:blue", label=f"{mlm.name}")
-    ax.axvline(row["tolerance"], color="black", ls="--", label=f"tolerance {row['tolerance']:.1e}")
-    ax.set(xscale="log", xlabel=rf"$|\rho| = |\log R|$ (0 drawn at $10^{{{np.log10(floor):.0f}}}$)", ylabel="rectangles",
-           title=f"{mlm.name}: {row['fraction_certified']:.1%} certified")
-    ax.xaxis.set_major_locator(mticker.LogLocator(numticks=5))  # a few decades labelled: the labels never touch
-    ax.xaxis.set_minor_formatter(mticker.NullFormatter())
-    legend_outside(ax, "below", ncol=1)
+glue("rho_finding", report.rho_finding(summary), display=False)
+glue("tolerance_source", report.tolerance_source(summary), display=False)  # which noise level sets each tolerance
+floor = 1e-12  # |ρ| can be exactly 0 (e.g. when a rectangle's queries coincide); drawn (and logged) at this floor
+fig = report.rho_distribution(rectangles, compat_rho, summary, floor)
 run.save_figure(fig, "rho_distribution")
+report.turned(summary)
 
 # %% [markdown]
 # :::{glue:figure} fig:rho_distribution
@@ -286,8 +224,7 @@ run.save_figure(fig, "rho_distribution")
 #
 # **Rectangle statistics of the MLM against float noise.** Histograms of |ρ| on the compatible exact model (grey, float noise) and on the MLM's rectangles (blue); dashed: the tolerance. Every rectangle right of it certifies incompatibility.
 # :::
-
-# %% [markdown]
+#
 # **What {numref}`fig-01-rho-distribution` shows.**
 # ```{glue:md} rho_finding
 # :format: myst
@@ -296,23 +233,20 @@ run.save_figure(fig, "rho_distribution")
 # :format: myst
 # ```
 #
-# How to read it: grey is |ρ| on the compatible exact model, which is pure float32 rounding (its
-# true value is 0). Blue: |ρ| on the MLM's rectangles. The dashed line is the tolerance (a safe multiple of
-# the largest noise, on the exact model and between the MLM's fp32 and float64 forwards). Every
-# rectangle to its right is a certificate: no joint law can have these four conditionals. The summary table
-# gives the certified fraction with its Wilson 95% interval and the median |ρ| with a bootstrap interval that
-# resamples contexts.
-# The paper (Fig 5, BERT) reports the same picture: |ρ| spread over orders of magnitude far above numerical
-# precision, so that incompatibility is the rule rather than an exception.
+# How to read it: grey is pure float32 rounding (the compatible model's true ρ is 0); every rectangle right of the
+# dashed tolerance is a certificate: no joint law can have its four conditionals. The table gives the certified fraction
+# with its Wilson 95% interval and the median |ρ| with a bootstrap interval over contexts. The paper (Fig 5, BERT)
+# reports the same picture: |ρ| spread over orders of magnitude far above numerical precision, so that incompatibility
+# is the rule rather than an exception.
 
 # %% [markdown]
 # ## ρ against temperature
 #
 # Tempering divides every logit by τ, and the normalisers cancel around the rectangle, so $\rho_\tau = \rho_1/\tau$
-# exactly. We check the identity numerically on a subset of rectangles, then show the fraction of rectangles
-# with $|\rho_\tau|$ above the float-noise tolerance and above a practical threshold (R off by a factor $e^{0.1} \approx 1.1$).
-# In exact arithmetic no temperature makes the conditionals compatible; what temperature does is to shrink
-# the size of the violation towards the noise.
+# exactly. We check the identity numerically on a subset of rectangles, then show the share of rectangles with
+# $|\rho_\tau|$ above the float-noise tolerance and above a practical threshold (R off by a factor
+# $e^{0.1} \approx 1.1$). No temperature makes the conditionals compatible in exact arithmetic; temperature shrinks the
+# violation towards the noise.
 
 # %%
 temp_rows = []
@@ -329,33 +263,9 @@ for mlm, row in zip(mlms, summaries):
             temp_rows.append(dict(model=mlm.name, temperature=tau, threshold_kind=name, threshold=threshold,
                                   fraction_above=frac, ci_low=low, ci_high=high, identity_error=identity))
 by_temperature = run.save_table(pd.DataFrame(temp_rows), "temperature")
-
-from glauber_mlm.pages.plots import legend_outside, panels
-
-fig, (ax,) = panels(1, width=6.5, height=4.6)
-for k, mlm in enumerate(mlms):
-    for kind, style in (("tolerance", "-"), ("practical", ":")):
-        g = by_temperature[(by_temperature.model == mlm.name) & (by_temperature.threshold_kind == kind)]
-        interval_errorbar(ax, g.temperature, g.fraction_above, g.ci_low, g.ci_high, marker="o", capsize=3, ls=style,
-                          color=f"C{k}", label=rf"{mlm.name}: $|\rho_\tau| >$ {'tolerance' if kind == 'tolerance' else run['practical']}")
-temperature_axis(ax, temps)
-ax.set(xlabel=r"temperature $\tau$", ylabel="share of rectangles\nabove the threshold", ylim=(-0.02, 1.02))
-legend_outside(ax, "below", ncol=2)  # below: the panel keeps the width on a phone
+fig = report.fraction_against_temperature(by_temperature, [m.name for m in mlms], temps, run["practical"])
 run.save_figure(fig, "fraction_against_temperature")
-
-
-def share_at(model: str, kind: str, tau: float) -> str:
-    r = by_temperature[(by_temperature.model == model) & (by_temperature.threshold_kind == kind)
-                       & (by_temperature.temperature == tau)].iloc[0]
-    return f"{r.fraction_above:.1%} [{r.ci_low:.1%}, {r.ci_high:.1%}]"
-
-
-glue("temperature_finding", Markdown(" ".join(
-    f"On {name}, at τ = {max(temps):g}, {share_at(name, 'tolerance', max(temps))} of the rectangles stay above the "
-    f"float-noise tolerance and {share_at(name, 'practical', max(temps))} above the practical threshold "
-    f"(at τ = {min(temps):g}, {share_at(name, 'practical', min(temps))} above the practical threshold); the largest |τ·ρ(τ) − ρ(1)| over the "
-    f"temperatures is {err:.1e}."
-    for name, err in by_temperature.groupby("model").identity_error.max().items())), display=False)
+glue("temperature_finding", report.temperature_finding(by_temperature, temps), display=False)
 
 # %% [markdown]
 # :::{glue:figure} fig:fraction_against_temperature
@@ -364,36 +274,32 @@ glue("temperature_finding", Markdown(" ".join(
 #
 # **Certified rectangles against temperature.** The fraction of rectangles with $|\rho_\tau|$ above the float-noise tolerance (solid) and above the practical threshold (dotted), with Wilson 95 % intervals, against τ.
 # :::
-
-# %% [markdown]
+#
 # **What {numref}`fig-01-fraction-against-temperature` shows.**
 # ```{glue:md} temperature_finding
 # :format: myst
 # ```
 #
-# How to read it: the fraction above the float-noise tolerance (solid) and above the practical
-# threshold (dotted) with Wilson 95% intervals, as τ grows; the deviation from $\rho_\tau \tau = \rho_1$ should be of the
-# order of the float noise, as the algebra says. In exact arithmetic the certificate survives every temperature;
-# in floats, a rectangle stays certified while |ρ_1|/τ exceeds the tolerance. At high τ the violations become small in absolute terms, which is consistent with the high-temperature regime
-# where the chain behaves like a weakly interacting one. The paper states the identity $\rho_\tau = \rho_1/\tau$ (§3).
+# How to read it: the deviation from $\rho_\tau \tau = \rho_1$ should be of the order of the float noise, as the algebra
+# says. In floats, a rectangle stays certified while |ρ_1|/τ exceeds the tolerance; at high τ the violations become
+# small in absolute terms, consistent with the high-temperature regime where the chain behaves like a weakly interacting
+# one. The paper states the identity $\rho_\tau = \rho_1/\tau$ (§3).
 
 # %% [markdown]
 # ## Incompatibility grows with token-level influence
 #
-# If changing token j barely moves the conditional at i (and vice versa), the rectangle's ratios nearly
-# cancel whatever the model, so |ρ| must be small; large |ρ| needs strongly interacting sites. We bin the
-# rectangles by their token-level influence (quantile bins) and show the median |ρ| per bin with a bootstrap
-# 95% interval, and the Spearman rank correlation with a bootstrap interval that resamples *contexts*, the
-# independent units (`stats.spearman_ci`): the `per_passage` rectangles of one context share its passage and
-# are never split.
+# If changing token j barely moves the conditional at i (and vice versa), the rectangle's ratios nearly cancel whatever
+# the model, so large |ρ| needs strongly interacting sites. We show the median |ρ| per influence bin (quantile bins)
+# with a bootstrap 95% interval, and the Spearman rank correlation with a bootstrap interval that resamples *contexts*,
+# the independent units (`stats.spearman_ci`), since the `per_passage` rectangles of one context share its passage.
 #
-# **Rule, fixed before the run:** |ρ| rises with influence when, for every model, the Spearman correlation's 95%
-# lower bound (resampling contexts) is above zero. It is calibrated at this page's design (its contexts,
-# rectangles per context, length and top-k) on planted pairwise models whose pairs differ in strength, each context
-# at its own temperature so that its rectangles share a context effect as large as the MLM's (the standard
-# deviation of the contexts' mean log |ρ|, the largest over the models; the smallest logit spread): the truth
-# reads |ρ| and influence from one model (both grow with the pair's strength and 1/τ), the null reads the
-# influence from an independent model on the same rectangles (`planted.influence_correlation_calibration`).
+# **Rule, fixed before the run:** |ρ| rises with influence when, for every model, the Spearman correlation's 95% lower
+# bound (resampling contexts) is above zero. It is calibrated at this page's design (its contexts, rectangles per
+# context, length and top-k) on planted pairwise models whose pairs differ in strength, each context at its own
+# temperature so that its rectangles share a context effect as large as the MLM's (the standard deviation of the
+# contexts' mean log |ρ|, the largest over the models; the smallest logit spread): the truth reads |ρ| and influence
+# from one model (both grow with the pair's strength and 1/τ), the null reads the influence from an independent model on
+# the same rectangles (`planted.influence_correlation_calibration`).
 
 # %%
 SPEARMAN_BOOT = 500  # resamples of the contexts, here and in the calibration
@@ -418,31 +324,14 @@ for mlm in mlms:
                           contexts=t.context.nunique(), context_sd_log_rho=context_sd))
 influence_bins = run.save_table(pd.DataFrame(bin_rows), "influence_bins")
 correlation = run.save_table(pd.DataFrame(corr_rows), "influence_correlation")
-
-from glauber_mlm.pages.plots import legend_outside, panels
-
-fig, (ax,) = panels(1, width=6.5, height=4.6)
-for mlm in mlms:
-    t = rectangles[rectangles.model == mlm.name]
-    ax.scatter(t.influence, np.maximum(t.abs_rho, floor), s=4, alpha=0.25)
-    g = influence_bins[influence_bins.model == mlm.name]
-    interval_errorbar(ax, g.influence_median, g.median_abs_rho, g.ci_low, g.ci_high,
-                      marker="o", capsize=3, label=rf"{mlm.name}: binned median $|\rho|$")
-ax.set(xscale="log", yscale="log", xlabel=r"token-level influence $\frac{1}{2}\,[\mathrm{TV}_i + \mathrm{TV}_j]$",
-       ylabel=r"$|\rho|$")
-legend_outside(ax, "below", ncol=2)  # below: the panel keeps the width on a phone
+fig = report.rho_against_influence(rectangles, influence_bins, [m.name for m in mlms], floor)
 run.save_figure(fig, "rho_against_influence")
 influence_cal = influence_correlation_calibration(
     run["length"], min(n["logit_std"] for n in noise_rows), run["contexts"], run["per_passage"], run["top_k"],
     float(correlation.context_sd_log_rho.max()), replicates=20, null_replicates=NULL_REPLICATES, n_boot=SPEARMAN_BOOT,
     seed=run["seed"])
-glue("influence_finding", Markdown(" ".join(
-    f"On {r.model} the Spearman correlation of |ρ| with the influence is {r.spearman:+.2f} [{r.ci_low:+.2f}, "
-    f"{r.ci_high:+.2f}] (95%, resampling its {r.contexts} contexts)." for r in correlation.itertuples())
-    + f" The rule (lower bound above zero for every model) has power {influence_cal.power:.2f} and size "
-      f"{influence_cal.size:.2f} at this design ({influence_cal.replicates} planted truths, "
-      f"{influence_cal.null_replicates} planted nulls)."), display=False)
-show_table(readable(correlation))
+glue("influence_finding", report.influence_finding(correlation, influence_cal), display=False)
+report.table(correlation)
 
 # %% [markdown]
 # :::{glue:figure} fig:rho_against_influence
@@ -451,61 +340,52 @@ show_table(readable(correlation))
 #
 # **Incompatibility against token-level influence.** Each dot is one rectangle, |ρ| against the token-level influence between its two sites; the line is the median |ρ| per influence bin with bootstrap 95 % intervals.
 # :::
-
-# %% [markdown]
+#
 # **What {numref}`fig-01-rho-against-influence` shows.**
 # ```{glue:md} influence_finding
 # :format: myst
 # ```
 #
-# How to read it: each dot is one rectangle; the line follows the median |ρ| per influence bin with
-# its bootstrap 95% interval. The Spearman correlation (table) measures how consistently |ρ| rises with
-# influence. The paper (Fig 6) reports the same trend on BERT: token-level influence amplifies rectangle
-# incompatibility. Weakly interacting sites are nearly compatible, which is the regime the high-temperature
-# theorem needs.
+# How to read it: the Spearman correlation (table) measures how consistently |ρ| rises with influence. The paper (Fig 6)
+# reports the same trend on BERT. Weakly interacting sites are nearly compatible, which is the regime the
+# high-temperature theorem needs.
 
 # %% [markdown]
 # ## A second measure: the Arnold–Press residual on top-k candidates
 #
-# A rectangle looks at two tokens per site. Arnold & Press's least-squares measure, which Torroba Hennigen &
-# Kim apply to MLMs ([references](../references.md)), looks at all k candidates of a pair of sites at once. Take A and B, the top-k tokens of
-# the conditionals at i and at j in the context itself, and the k × k matrices
-# $P[a,b] = q_i(a \mid x_j{=}b, z)$ renormalised over A and $Q[a,b] = q_j(b \mid x_i{=}a, z)$ renormalised over B.
-# A joint law on A × B has these conditionals if and only if $D = \log P - \log Q$ is a sum $u(a) + v(b)$; the
-# statistic is the root-mean-square residual of the least-squares fit of $u(a) + v(b)$ to D (a two-way
-# analysis of variance: D less its row and column means, plus its grand mean), zero exactly when the pair is
-# compatible on A × B. It scales as 1/τ, like ρ. Every rectangle inside A × B has ρ equal to minus a double
-# difference of D, and over all of them $\mathrm{rms} = \frac{k-1}{2k}\sqrt{\operatorname{mean}\rho^2}$ (for
-# $k = 2$, one rectangle: $\mathrm{rms} = |\rho|/4$), so the two measures are related but not the same: the
-# residual averages over every rectangle of the candidate sets, the certificate reads one.
+# A rectangle looks at two tokens per site. Arnold & Press's least-squares measure, which Torroba Hennigen & Kim apply
+# to MLMs ([references](../references.md)), looks at all k candidates of a pair of sites at once. Take A and B, the
+# top-k tokens of the conditionals at i and at j in the context itself, and the k × k matrices
+# $P[a,b] = q_i(a \mid x_j{=}b, z)$ renormalised over A and $Q[a,b] = q_j(b \mid x_i{=}a, z)$ renormalised over B. A
+# joint law on A × B has these conditionals if and only if $D = \log P - \log Q$ is a sum $u(a) + v(b)$; the statistic
+# is the root-mean-square residual of the least-squares fit of $u(a) + v(b)$ to D (a two-way analysis of variance: D
+# less its row and column means, plus its grand mean), zero exactly when the pair is compatible on A × B. It scales as
+# 1/τ, like ρ. Every rectangle inside A × B has ρ equal to minus a double difference of D, and over all of them
+# $\mathrm{rms} = \frac{k-1}{2k}\sqrt{\operatorname{mean}\rho^2}$ (for $k = 2$, one rectangle:
+# $\mathrm{rms} = |\rho|/4$), so the two measures are related but not the same: the residual averages over every
+# rectangle of the candidate sets, the certificate reads one.
 #
-# We compute it on `compat_pairs` of the rectangles' (context, i, j), spread evenly over the contexts, with
-# k = `compat_k` candidates per site (`gm.top_k_candidates`, `gm.compatibility_test`, one batch of 2k
-# conditionals per pair). Its tolerance is set by ρ's rule (`rectangle.noise_tolerance`): `safety` times the
-# larger of its largest value on the compatible exact model and its change between the fp32 forward and a
-# float64 copy of the network on the first pairs. A pair is *flagged* by a measure when the measure is above its
-# own tolerance.
+# We compute it on `compat_pairs` of the rectangles' (context, i, j), spread evenly over the contexts, with k =
+# `compat_k` candidates per site (`gm.top_k_candidates`, `gm.compatibility_test`). Its tolerance follows ρ's rule
+# (`rectangle.noise_tolerance`): `safety` times the larger of its largest value on the compatible exact model and its
+# change under a float64 copy of the network on the first pairs. A measure *flags* a pair above its own tolerance.
 #
-# **Rule, fixed before the run:** the residual certifies incompatibility when, for every model, it flags at
-# least nine in ten of the pairs. An earlier rule ("the residual flags nine in ten of the pairs whose rectangle is
-# certified") could not be calibrated: on a compatible model no rectangle is certified, so it has nothing to read
-# there, and on an incompatible one both measures flag everything, so it measured no agreement that could fail.
-# The rule now reads every pair, and its power and size are measured at this design (the pairs, k, the length
-# and each model's tolerance and logit spread) on random incompatible pairwise models (the truth) and on fresh
-# compatible ones (the null: a residual that flags everything would pass there) with `planted.residual_calibration`.
-# We also report, as readings, the Spearman rank correlation between |ρ| and the residual with a 95% interval
-# that resamples contexts, and the share of pairs each measure flags.
+# **Rule, fixed before the run:** the residual certifies incompatibility when, for every model, it flags at least nine
+# in ten of the pairs. (An earlier rule, nine in ten of the pairs whose rectangle is certified, could not be calibrated:
+# a compatible model certifies no rectangle, so it had nothing to read there, and on an incompatible one both measures
+# flag everything.) Its power and size are measured at this design (the pairs, k, the length and each model's tolerance
+# and logit spread) on random incompatible pairwise models (the truth) and on fresh compatible ones (the null: a
+# residual that flags everything would pass there) with `planted.residual_calibration`. Readings beside it: the Spearman
+# correlation of |ρ| with the residual (95% interval resampling contexts) and the share of pairs each measure flags.
 
 # %%
-n_pairs = min(run["compat_pairs"], R)
-chosen = torch.arange(n_pairs) * R // n_pairs  # evenly spread over the contexts
-
-
 def candidates(model, rects):
     """The top-`compat_k` candidate sets at the chosen rectangles' (context, i, j)."""
     return gm.top_k_candidates(model, rects.contexts[chosen], rects.i[chosen], rects.j[chosen], k=run["compat_k"])
 
 
+n_pairs = min(run["compat_pairs"], R)
+chosen = torch.arange(n_pairs) * R // n_pairs  # evenly spread over the contexts
 compat_tables, compat_summaries = [], []
 for mlm in mlms:
     table = rectangles[rectangles.model == mlm.name].reset_index(drop=True)
@@ -529,22 +409,7 @@ for mlm in mlms:
         flagged_given_certified=t.flagged[t.certified].mean() if t.certified.any() else np.nan))
 compat_pairs_table = run.save_table(pd.concat(compat_tables, ignore_index=True), "compatibility")
 compat_summary = run.save_table(pd.DataFrame(compat_summaries), "compatibility_summary")
-
-from glauber_mlm.pages.plots import legend_outside, panels
-
-fig, model_axes = panels(len(mlms), height=4.6)
-flagged_by = {(True, True): "both", (True, False): "rectangle only", (False, True): "residual only", (False, False): "neither"}
-for ax, row in zip(model_axes, compat_summaries):
-    t = compat_pairs_table[compat_pairs_table.model == row["model"]]
-    shown = pd.DataFrame({"|ρ|": np.maximum(t.abs_rho, floor), "residual RMS": np.maximum(t.rms, floor),
-                          "flagged by": [flagged_by[c, f] for c, f in zip(t.certified, t.flagged)]})
-    sns.scatterplot(data=shown, x="|ρ|", y="residual RMS", hue="flagged by", hue_order=list(flagged_by.values()),
-                    s=18, alpha=0.7, ax=ax)
-    ax.axvline(summary.set_index("model").tolerance[row["model"]], color="black", ls="--", lw=1, label=r"tolerance of $\rho$")
-    ax.axhline(row["tolerance"], color="black", ls=":", lw=1, label="tolerance of the residual")
-    ax.set(xscale="log", yscale="log", xlabel=r"$|\rho|$", ylabel="residual RMS",
-           title=rf"{row['model']}: $k = {row['k']}$, Spearman {row['spearman']:+.2f}")
-    legend_outside(ax, "below", ncol=2)
+fig = report.residual_against_rho(compat_pairs_table, compat_summary, summary, floor)
 run.save_figure(fig, "residual_against_rho")
 
 # the residual rule's power and size at this design, per model (its tolerance and logit spread)
@@ -552,14 +417,8 @@ residual_cal = {r["model"]: residual_calibration(run["length"], n["logit_std"], 
                                                  replicates=10, null_replicates=NULL_REPLICATES, q=32,
                                                  seed=run["seed"])
                 for r, n in zip(compat_summaries, noise_rows)}
-glue("compat_agreement", Markdown("\n".join(
-    f"- **{r.model}** ({r.pairs} pairs, k = {r.k}): the residual flags {r.flagged:.1%} of the pairs (the rule asks "
-    f"for 90%; its power {residual_cal[r.model].power:.2f}, size {residual_cal[r.model].size:.2f} at this design); "
-    f"Spearman correlation of the residual RMS with |ρ| {r.spearman:+.2f} [{r.ci_low:+.2f}, {r.ci_high:+.2f}]; "
-    f"flagged by both measures {r.both:.1%} of the pairs, by the rectangle only {r.rectangle_only:.1%}, by the "
-    f"residual only {r.residual_only:.1%}, by neither {r.neither:.1%}."
-    for r in compat_summary.itertuples())), display=False)
-turned(compat_summary)
+glue("compat_agreement", report.compat_agreement(compat_summary, residual_cal), display=False)
+report.turned(compat_summary)
 
 # %% [markdown]
 # :::{glue:figure} fig:residual_against_rho
@@ -568,41 +427,26 @@ turned(compat_summary)
 #
 # **The two incompatibility measures on the same pairs of sites.** Each dot is one (context, i, j): the rectangle's |ρ| against the Arnold–Press residual RMS over the top-k candidates; colour says which measure is above its tolerance (dashed: ρ's, dotted: the residual's).
 # :::
-
-# %% [markdown]
+#
 # **What {numref}`fig-01-residual-against-rho` shows: how far the two measures agree.** Per model, from the table above:
 #
 # ```{glue:md} compat_agreement
 # :format: myst
 # ```
 #
-# A positive rank correlation means the pairs of sites with a large rectangle violation also have large
-# violations over the whole candidate set; pairs flagged by one measure only show where they part: the
-# rectangle reads two tokens per site, drawn from the top-`top_k`, while the residual averages over the
-# top-`compat_k` of each, so a single large rectangle can be diluted by many near-compatible ones, and a
-# residual can be large while the one rectangle drawn happens to be small.
-
-# %% [markdown]
+# A positive rank correlation means the pairs with a large rectangle violation also have large violations over the whole
+# candidate set. Pairs flagged by one measure only show where they part: the rectangle reads two tokens per site, drawn
+# from the top-`top_k`, while the residual averages over the top-`compat_k` of each, so one large rectangle can be
+# diluted by many near-compatible ones, and a residual can be large while the one rectangle drawn is small.
+#
 # **Calibration of the checks.** The Spearman rule and the residual's rule were calibrated above; the table below
-# gathers them with the certification rule's. The rule "the Wilson 95% lower bound of the certified share exceeds
-# one half" runs at this page's design (its contexts, rectangles per context, top-k and each model's tolerance) on
-# planted models with the MLM's logit spread: random incompatible pairwise models, where the claim holds (power),
-# and compatible ones, where no rectangle should be certified (size); a fresh model and fresh contexts per
-# replicate (`planted.certification_calibration`).
+# gathers them with the certification rule's. The rule "the Wilson 95% lower bound of the certified share exceeds one
+# half" runs at this page's design (its contexts, rectangles per context, top-k and each model's tolerance) on planted
+# models with the MLM's logit spread: random incompatible pairwise models, where the claim holds (power), and compatible
+# ones, where no rectangle should be certified (size); a fresh model and fresh contexts per replicate
+# (`planted.certification_calibration`).
 
 # %%
-cert_cal = {r["model"]: certification_calibration(run["length"], n["logit_std"], run["contexts"], run["per_passage"],
-                                                  run["top_k"], r["tolerance"], replicates=10,
-                                                  null_replicates=NULL_REPLICATES, seed=run["seed"])
-            for r, n in zip(summaries, noise_rows)}
-calibrations = {"certified share": cert_cal, "Arnold–Press residual": residual_cal,
-                "Spearman(|ρ|, influence)": {"all models": influence_cal}}
-calibration_table = run.save_table(pd.DataFrame([
-    dict(rule=rule, model=m, power=c.power, size=c.size, replicates=c.replicates,
-         null_replicates=c.null_replicates, calibrated_on=c.calibrated_on)
-    for rule, per_model in calibrations.items() for m, c in per_model.items()]), "calibration")
-
-
 def weakest(per_model: dict) -> Calibration:
     """A check that must hold for every model: the smallest power and the largest size of the models'."""
     cs = list(per_model.values())
@@ -611,11 +455,17 @@ def weakest(per_model: dict) -> Calibration:
                        null_replicates=min(c.null_replicates for c in cs))
 
 
+cert_cal = {r["model"]: certification_calibration(run["length"], n["logit_std"], run["contexts"], run["per_passage"],
+                                                  run["top_k"], r["tolerance"], replicates=10,
+                                                  null_replicates=NULL_REPLICATES, seed=run["seed"])
+            for r, n in zip(summaries, noise_rows)}
+calibrations = {"certified share": cert_cal, "Arnold–Press residual": residual_cal,
+                "Spearman(|ρ|, influence)": {"all models": influence_cal}}
+calibration_table = run.save_table(report.calibration_rows(calibrations), "calibration")
 cert_calibration, residual_calibration_all = weakest(cert_cal), weakest(residual_cal)
-show_table(readable(calibration_table))
+report.table(calibration_table)
 
 # %%
-identity = by_temperature.groupby("model").identity_error.max()
 run.conclude(
     claim="MLM conditionals are incompatible: the rectangle statistic ρ is far above float noise on most "
           "rectangles of real passages (paper Fig 5), ρ_τ = ρ_1/τ, and |ρ| grows with the token-level "
@@ -623,34 +473,19 @@ run.conclude(
     paper="the rectangle test certifies incompatibility, which the abstract calls prevalent across modern MLMs; on "
           "BERT, the distribution of rectangle incompatibility (Fig 5) and token-level influence amplifying it (Fig "
           "6); the captions state no certified fraction.",
-    key_numbers={
-        **{f"{r.model}: rectangles certified incompatible": f"{r.fraction_certified:.1%} [{r.ci_low:.1%}, "
-           f"{r.ci_high:.1%}] of {r.rectangles} (Wilson 95%)" for r in summary.itertuples()},
-        **{f"{r.model}: median |ρ|": f"{r.median_abs_rho:.3g} [{r.median_ci_low:.3g}, {r.median_ci_high:.3g}], "
-           f"{r.median_abs_rho / r.tolerance:.0f}× the tolerance {r.tolerance:.1e}" for r in summary.itertuples()},
-        **{f"{r.model}: Spearman(|ρ|, influence)": f"{r.spearman:+.2f} [{r.ci_low:+.2f}, {r.ci_high:+.2f}]"
-           for r in correlation.itertuples()},
-        "largest |ρ_τ·τ − ρ_1| over the temperatures": f"{identity.max():.1e}",
-        **{f"{r.model}: Spearman(|ρ|, Arnold–Press residual, k = {r.k})": f"{r.spearman:+.2f} [{r.ci_low:+.2f}, "
-           f"{r.ci_high:+.2f}] over {r.pairs} pairs" for r in compat_summary.itertuples()},
-        **{f"{r.model}: pairs the Arnold–Press residual flags (of them, with a certified rectangle)":
-           f"{r.flagged:.1%} ({r.flagged_given_certified:.1%})"
-           for r in compat_summary.itertuples()},
-    },
+    key_numbers=report.key_numbers(summary, correlation, by_temperature, compat_summary),
     checks=[
         Check("the certified fraction's 95% lower bound exceeds one half for every model",
               "Wilson 95% lower bound of the certified fraction", "passes when > 0.5 for every model",
-              ", ".join(f"{r.model} {r.ci_low:.1%}" for r in summary.itertuples()), bool((summary.ci_low > 0.5).all()),
-              cert_calibration),
+              report.per_model(summary, "ci_low", ".1%"), bool((summary.ci_low > 0.5).all()), cert_calibration),
         Check("the Spearman correlation of |ρ| with influence has a 95% interval above zero for every model",
               "Spearman(|ρ|, influence), bootstrap over contexts", "passes when the lower bound > 0 for every model",
-              ", ".join(f"{r.model} {r.ci_low:+.2f}" for r in correlation.itertuples()),
-              bool((correlation.ci_low > 0).all()), influence_cal,
+              report.per_model(correlation, "ci_low", "+.2f"), bool((correlation.ci_low > 0).all()), influence_cal,
               to_decide="more contexts: the rule's power is measured on planted models at this design"),
         Check("the Arnold–Press residual flags at least nine in ten of the pairs, for every model",
               "share of pairs whose residual RMS exceeds its tolerance", "passes when ≥ 0.9 for every model",
-              ", ".join(f"{r.model} {r.flagged:.1%}" for r in compat_summary.itertuples()),
-              bool((compat_summary.flagged >= 0.9).all()), residual_calibration_all, core=False,
+              report.per_model(compat_summary, "flagged", ".1%"), bool((compat_summary.flagged >= 0.9).all()),
+              residual_calibration_all, core=False,
               to_decide="more pairs: the rule's power and size are measured on planted models at this design"),
     ],
     not_shown="incompatibility beyond the embedded models and these passages; the tolerance is set from float noise "

@@ -56,37 +56,26 @@ dtype = None           # None: bfloat16 where the device runs it natively, else 
 scale = 1.0            # < 1: a dry run, the profile's BUDGETS × scale (rounded up); its pages say so
 output_dir = None
 # every other parameter is a key of PROFILES below, set with `-p KEY VALUE` (None: the profile's value):
-#   model: None: the profile's model; or a hub name / local folder
-#   device: None: cuda when present, else cpu
-#   seed
+#   model: None: the profile's model; or a hub name / local folder; device: None: cuda when present, else cpu; seed
 #   passages: "embedded" (data/passages.jsonl) | "ms_marco" (needs the internet)
-#   lengths: tokens per chain: the grid of n on the MLM
-#   temperatures: the grid of τ on the MLM
+#   lengths: tokens per chain: the grid of n on the MLM; temperatures: the grid of τ on the MLM; lag: L on the MLM
 #   pairs: L-lag runs per (τ, n), each from two independent passages
-#   lag: L on the MLM
 #   budget: coupled steps allowed after the lag (a run not met by then is censored)
-#   ising_length: sites of the exact Ising chain
-#   ising_coupling: its coupling J
-#   ising_lags: two lags L on the Ising chain
-#   ising_runs: Monte Carlo L-lag runs per lag on the Ising chain
-#   ising_steps: steps t read on the Ising chain, from 0
+#   ising_length: sites of the exact Ising chain; ising_coupling: its coupling J; ising_lags: two lags L on it
+#   ising_runs: Monte Carlo L-lag runs per lag on the Ising chain; ising_steps: steps t read on it, from 0
 #   replicates: replicate Monte Carlo runs of the coverage rule's calibration (each of ising_runs runs)
-#   well_length: sites of the exact two-well model (Potts, two states)
-#   well_coupling: its coupling J: leaving a well costs about exp(−J)
-#   rungs: temperatures of the tempering ladder, from 1 to `hot`
-#   hot: the hottest rung
-#   ensembles: independent tempered ensembles, and plain MH chains
-#   rounds: swap rounds
-#   steps_per_round: MH steps per replica between swap rounds
+#   well_length: sites of the exact two-well model (Potts, two states); well_coupling: its coupling J: leaving a well
+#     costs about exp(−J)
+#   rungs: temperatures of the tempering ladder, from 1 to `hot`; hot: the hottest rung
+#   ensembles: independent tempered ensembles, and plain MH chains; rounds: swap rounds; steps_per_round: MH steps per
+#     replica between swap rounds
 
 # %%
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import warnings
 
 import torch
-from IPython.display import Markdown
 from myst_nb import glue
 
 import glauber_mlm as gm
@@ -97,7 +86,7 @@ from glauber_mlm.samplers.lag_coupling import LagCoupling, exact_lag_bound, lag_
 from glauber_mlm.pages.run import Run
 from glauber_mlm.measures import semantic
 from glauber_mlm.models.passages import load_passages, passage_pairs, sample_passages
-from glauber_mlm.pages.plots import legend_outside, panels, show_table
+from glauber_mlm.pages.report import run_length as report
 from glauber_mlm.stats import bootstrap_ci, tv_null_test, unit_bootstrap_ci
 from glauber_mlm.samplers.tempering import always_swap, basins_visited, ladder, plain_at_rows, replica_exchange
 
@@ -256,41 +245,13 @@ read = ising_table.exact_tv >= TV_FLOOR
 coverage = ising_table[read].groupby("lag").apply(lambda g: bool((g.bound_high >= g.exact_tv).all()),
                                                    include_groups=False)
 dominates = bool((ising_table.exact_bound >= ising_table.exact_tv - 1e-12).all())
-
-
-def first_below(t, values, e: float) -> int | None:
-    """The first t of the grid where `values` < e (None: not on the grid)."""
-    below = np.flatnonzero(np.asarray(values) < e)
-    return int(np.asarray(t)[below[0]]) if below.size else None
-
-
-def at_step(t: int | None) -> str:
-    return f"t = {t}" if t is not None else f"no t up to {ising_T - 1}"
-
-
-ising_summary = pd.DataFrame([dict(lag=L, runs=int(g.runs.iloc[0]), exact_tv_at_0=g.exact_tv.iloc[0],
-                                   **{f"first_t_{k}_below_{e:g}": first_below(g.t, g[k], e)
-                                      for e in TARGETS[:1] for k in ("exact_tv", "exact_bound", "bound_high")},
-                                   min_margin=float((g.bound_high - g.exact_tv)[g.exact_tv >= TV_FLOOR].min())
-                                   if (g.exact_tv >= TV_FLOOR).any() else np.nan)
-                              for L, g in ising_table.groupby("lag")]).astype({f"first_t_{k}_below_{TARGETS[0]:g}": "Int64"
-                              for k in ("exact_tv", "exact_bound", "bound_high")})
-t_exact = first_below(grid, ising_table[ising_table.lag == ising_lags[0]].exact_tv, TARGETS[0])
-for key, value in dict(d_ising_runs=ising_R, d_ising_lags=" and ".join(map(str, ising_lags)), d_ising_n=ising_n,
-                       d_ising_J=f"{J:g}", d_pairs=P, d_lag=L_mlm, d_budget=B).items():
-    glue(key, value, display=False)
-glue("ising_finding", Markdown(
-    f"The exact L-lag bound lies {'at or above' if dominates else 'below'} the exact TV at every step at both lags, "
-    f"and the Monte Carlo bound's upper end covers the exact TV wherever it is at least {TV_FLOOR:g} at "
-    + " and ".join(f"L = {L} ({'yes' if coverage.get(L, False) else 'no'})" for L in ising_lags)
-    + f". The exact TV falls below {TARGETS[0]:g} at {at_step(t_exact)}; the exact bound says so at "
-    + " and ".join(f"{at_step(first_below(g.t, g.exact_bound, TARGETS[0]))} (L = {L})"
-                   for L, g in ising_table.groupby("lag")) + "."), display=False)
-e0 = f"{TARGETS[0]:g}"
-show_table(ising_summary.rename(columns={
-    "lag": "L", "exact_tv_at_0": "exact TV at t = 0", f"first_t_exact_tv_below_{e0}": f"exact TV < {e0} from t =",
-    f"first_t_exact_bound_below_{e0}": f"exact bound < {e0} from t =",
-    f"first_t_bound_high_below_{e0}": f"MC upper end < {e0} from t =", "min_margin": "least margin (MC − exact)"}))
+report.glue_text(d_ising_runs=ising_R, d_ising_lags=" and ".join(map(str, ising_lags)), d_ising_n=ising_n,
+                 d_ising_J=f"{J:g}", d_pairs=P, d_lag=L_mlm, d_budget=B)
+glue("ising_finding", report.ising_finding(ising_table, grid, ising_lags, coverage, dominates, TARGETS, TV_FLOOR),
+     display=False)
+fig = report.ising_bounds(ising_table, ising_lags, ising_n, J)
+run.save_figure(fig, "ising_bounds")
+report.ising_summary(ising_table, TARGETS, TV_FLOOR)
 
 # %% [markdown]
 # **Calibration of rule (i).** At the larger lag (the tighter bound, where coverage is hardest),
@@ -322,19 +283,6 @@ run.save_table(pd.DataFrame([dict(rule="MC bound covers the exact TV", lag=L_cal
                                   calibrated_on=coverage_cal.calibrated_on)]), "calibration")
 print(f"rule (i) at L = {L_cal}: {coverage_cal}")
 
-# %%
-fig, axes = panels(len(ising_lags), height=3.6, sharey=True)
-for ax, (L, g) in zip(axes, ising_table.groupby("lag")):
-    ax.plot(g.t, g.exact_tv, color="black", lw=2, label=r"exact $d_{\mathrm{TV}}(\pi_t, \pi)$")
-    ax.plot(g.t, g.exact_bound.clip(upper=1.0), color="C0", ls="--", label="exact L-lag bound")
-    ax.plot(g.t, g.bound.clip(upper=1.0), color="C1", label=f"Monte Carlo bound ({g.runs.iloc[0]} runs)")
-    ax.fill_between(g.t, g.bound_low.clip(upper=1.0), g.bound_high.clip(upper=1.0), color="C1", alpha=0.25, lw=0)
-    ax.set(title=rf"lag $L = {L}$", xlabel="step $t$", ylim=(0, 1.05))
-axes[0].set_ylabel("distance to stationarity")
-legend_outside(axes[-1], "below", ncol=1)
-fig.suptitle(rf"Ising chain, $n = {ising_n}$, $J = {J:g}$, from the all-zero state", fontsize="medium")
-run.save_figure(fig, "ising_bounds")
-
 # %% [markdown]
 # :::{glue:figure} fig:ising_bounds
 # :name: fig-07-ising-bounds
@@ -342,8 +290,7 @@ run.save_figure(fig, "ising_bounds")
 #
 # **The L-lag bound against the exact distance.** Black: the exact TV of the Ising chain after t steps. Dashed: the exact expected L-lag bound. Orange: the Monte Carlo bound with its normal interval (all drawn clipped at one, the largest TV).
 # :::
-
-# %% [markdown]
+#
 # **What {numref}`fig-07-ising-bounds` shows.**
 # ```{glue:md} ising_finding
 # :format: myst
@@ -392,43 +339,11 @@ for n, res in runs_mlm.items():
                    for t, b, lo, hi in zip(bound.t, bound.bound, bound.low, bound.high)]
 steps_table = run.save_table(pd.DataFrame(rows), "steps_below")
 curve_table = run.save_table(pd.DataFrame(curves), "mlm_bounds")
-rows_mlm = sum(r.forward_rows for r in runs_mlm.values())
-show_table(steps_table.astype({f"steps_below_{e:g}": "Int64" for e in TARGETS}).rename(columns={
-    "length": "n", "temperature": "τ", "median_meeting": "median τ_L", "max_meeting": "max τ_L",
-    **{f"steps_below_{e:g}": f"steps to TV ≤ {e:g}" for e in TARGETS}}))
-
-# %%
-fig, axes = panels(len(lengths_), height=3.6, sharey=True)
-for ax, (n, g) in zip(axes, curve_table.groupby("length")):
-    for (tau, c), colour in zip(g.groupby("temperature"), plt.cm.viridis(np.linspace(0, 0.85, len(taus)))):
-        ax.plot(c.t, c.bound_high.clip(upper=1.0), color=colour, label=rf"$\tau = {tau:g}$")
-    for e, style in zip(TARGETS, ("--", ":")):
-        ax.axhline(e, color="grey", ls=style, lw=1)
-    ax.set(title=rf"$n = {n}$", xlabel="step $t$", yscale="log", ylim=(min(TARGETS) / 3, 1.1))
-axes[0].set_ylabel("upper end of the L-lag bound")
-legend_outside(axes[-1], "below", ncol=len(taus))
-fig.suptitle(rf"embedded model, $L = {L_mlm}$, {P} runs per cell from random passages", fontsize="medium")
+fig = report.mlm_bounds(curve_table, lengths_, taus, TARGETS, L_mlm, P)
 run.save_figure(fig, "mlm_bounds")
-
-readings = []
-for r in steps_table.itertuples():
-    cells = []
-    for e in TARGETS:
-        s = steps_table.loc[r.Index, f"steps_below_{e:g}"]
-        cells.append(f"below {e:g} from t = {s:g}" if np.isfinite(s) else f"below {e:g}: not resolved "
-                     f"({P} runs{'; censored runs' if r.censored else ''})")
-    readings.append(f"- n = {r.length}, τ = {r.temperature:g}: median τ_L {r.median_meeting:g}; " + "; ".join(cells) + ".")
-glue("mlm_readings", Markdown("\n".join(readings)), display=False)
-resolved = {e: steps_table[np.isfinite(steps_table[f"steps_below_{e:g}"])] for e in TARGETS}
-first = resolved[TARGETS[0]].sort_values(f"steps_below_{TARGETS[0]:g}")
-glue("mlm_finding", Markdown(
-    f"Of the {len(steps_table)} cells (τ, n) of the grid, the bound's upper end falls below {TARGETS[0]:g} within the "
-    f"budget in {len(resolved[TARGETS[0]])} and below {TARGETS[1]:g} in {len(resolved[TARGETS[1]])}"
-    + (f"; the fewest steps to {TARGETS[0]:g} are {first.iloc[0][f'steps_below_{TARGETS[0]:g}']:g} (n = "
-       f"{first.iloc[0].length:g}, τ = {first.iloc[0].temperature:g}) and the most {first.iloc[-1][f'steps_below_{TARGETS[0]:g}']:g} "
-       f"(n = {first.iloc[-1].length:g}, τ = {first.iloc[-1].temperature:g})" if len(first) else "")
-    + f"; {int((steps_table.censored > 0).sum())} cells have runs that had not met within {B} coupled steps."),
-    display=False)
+glue("mlm_readings", report.mlm_readings(steps_table, TARGETS, P), display=False)
+glue("mlm_finding", report.mlm_finding(steps_table, TARGETS, B), display=False)
+report.steps_below(steps_table, TARGETS)
 
 # %% [markdown]
 # :::{glue:figure} fig:mlm_bounds
@@ -437,8 +352,7 @@ glue("mlm_finding", Markdown(
 #
 # **How long to run on the embedded model.** The upper interval end of the L-lag bound on the distance to stationarity from a random passage, per temperature (colour) and length (panel); dashed and dotted lines: the two target distances. Where a line crosses a target is the recommended number of steps.
 # :::
-
-# %% [markdown]
+#
 # **What {numref}`fig-07-mlm-bounds` shows.**
 # ```{glue:md} mlm_finding
 # :format: myst
@@ -481,17 +395,11 @@ for name, records, fwd in (("tempered (cold replica)", temp.cold, temp.forward_r
                      p_value=test["p_value"], both_wells=float(both.mean()),
                      wells_per_1000_rows=1000 * float(visits) / fwd))
 tempering_table = run.save_table(pd.DataFrame(rows), "tempering")
-taus_ladder = temp.temperatures.tolist()
-swaps = run.save_table(pd.DataFrame(dict(tau_low=taus_ladder[:-1], tau_high=taus_ladder[1:],
-                                         proposed=temp.swaps_proposed, accepted=temp.swaps_accepted,
-                                         rate=temp.swap_rates)), "swap_rates")
+swaps = run.save_table(report.swap_rates(temp), "swap_rates")
 trips = temp.round_trips
-for key, value in dict(d_ensembles=E, d_rungs=K, d_hot=f"{hot_tau:g}", d_steps_per_round=S_round,
-                       d_well_n=well_n, d_well_J=f"{well_J:g}", d_rounds=R_rounds, d_replicates=reps).items():
-    glue(key, value, display=False)
-show_table(tempering_table.rename(columns={
-    "forward_rows": "forward rows", "tv": "TV to the exact law", "null_high": "null band up to", "p_value": "p",
-    "both_wells": "chains visiting both wells", "wells_per_1000_rows": "wells per 1000 rows"}))
+report.glue_text(d_ensembles=E, d_rungs=K, d_hot=f"{hot_tau:g}", d_steps_per_round=S_round, d_well_n=well_n,
+                 d_well_J=f"{well_J:g}", d_rounds=R_rounds, d_replicates=reps)
+report.tempering(tempering_table)
 
 # %% [markdown]
 # **Calibration of rule (iii).** The rule passes when the tempered cold replica's p-value exceeds
@@ -532,37 +440,14 @@ run.save_table(pd.DataFrame([dict(rule="tempered passes the TV null test, plain 
                                   wrong_rule_pass_rate=float(np.mean(np.array(cal_p["wrong"]) > P_LEVEL)),
                                   plain_fail_rate=float(np.mean(np.array(cal_p["plain"]) < P_LEVEL)),
                                   calibrated_on=tempering_cal.calibrated_on)]), "tempering_calibration")
-glue("d_p_level", f"{P_LEVEL:g}", display=False)
+report.glue_text(d_p_level=f"{P_LEVEL:g}")
 print(f"rule (iii): {tempering_cal}")
-
-# %%
-fig, (left, right) = panels(2, height=3.6)
-left.bar(tempering_table.sampler, tempering_table.tv, color=["C2", "C3"])
-left.errorbar(tempering_table.sampler, tempering_table.null_high, fmt="_", color="black", ms=30,
-              label="upper end of the null band")
-left.set(ylabel="TV to the exact law (second half)", title="equal forward rows")
-legend_outside(left, "below", ncol=1)
-right.plot(np.sqrt(swaps.tau_low * swaps.tau_high), swaps.rate, "o-")
-right.set(xscale="log", ylim=(0, 1.02), xlabel=r"rung pair (geometric mean of $\tau$)", ylabel="swap rate",
-          title=f"{K} rungs, {R_rounds} rounds")
+fig = report.tempering_figure(tempering_table, swaps, K, R_rounds)
 run.save_figure(fig, "tempering")
 t_row, p_row = tempering_table.iloc[0], tempering_table.iloc[1]
 cold_ok = rule_iii((t_row.p_value, p_row.p_value))
-glue("tempering_finding", Markdown(
-    f"At equal cost ({int(t_row.forward_rows):,} forward rows each), the tempered cold replica's visits lie at TV "
-    f"{t_row.tv:.3f} from the exact two-well law (p = {t_row.p_value:.3g}) and plain MH's at {p_row.tv:.3f} "
-    f"(p = {p_row.p_value:.3g}): rule (iii) {'holds' if cold_ok else 'does not hold'} on this run. "
-    f"{t_row.both_wells:.0%} of the tempered chains and {p_row.both_wells:.0%} of the plain ones visit both wells. "
-    f"Across {reps} replicates of this design, the rule held in {tempering_cal.power:.0%} and, with every swap "
-    f"accepted, in {tempering_cal.size:.0%}."), display=False)
-glue("tempering_readings", Markdown("\n".join([
-    *(f"- {r.sampler}: TV {r.tv:.3f} (null band up to {r.null_high:.3f}, p = {r.p_value:.3g}); "
-      f"{r.both_wells:.0%} of chains visit both wells; {r.wells_per_1000_rows:.3g} wells per thousand forward rows."
-      for r in tempering_table.itertuples()),
-    f"- swap rates between neighbouring rungs: {', '.join(f'{x:.2f}' for x in swaps.rate)}.",
-    f"- round trips per ensemble: mean {trips.mean():.2g}, {int((trips > 0).sum())} of {trips.size} ensembles made at "
-    "least one.",
-])), display=False)
+glue("tempering_finding", report.tempering_finding(t_row, p_row, cold_ok, reps, tempering_cal), display=False)
+glue("tempering_readings", report.tempering_readings(tempering_table, swaps, trips), display=False)
 
 # %% [markdown]
 # :::{glue:figure} fig:tempering
@@ -571,8 +456,7 @@ glue("tempering_readings", Markdown("\n".join([
 #
 # **Tempering against plain MH at equal cost.** Left: the TV between the second half's visits and the exact law for the tempered cold replica and for plain MH (black mark: the upper end of the band the TV would fall in if the visits were draws from the exact law). Right: the swap acceptance rate between neighbouring rungs.
 # :::
-
-# %% [markdown]
+#
 # **What {numref}`fig-07-tempering` shows.**
 # ```{glue:md} tempering_finding
 # :format: myst
@@ -658,46 +542,17 @@ def gain(idx) -> float:
 
 gain_est, gain_low, gain_high = unit_bootstrap_ci(np.arange(E_t), gain, seed=run["seed"])
 run.save_table(pd.DataFrame(dict(start=start_ids, tempered_basins=b_t, plain_basins=b_p)), "mlm_basins")
-taus_t = temp_mlm.temperatures.tolist()
-mlm_swaps = run.save_table(pd.DataFrame(dict(tau_low=taus_t[:-1], tau_high=taus_t[1:],
-                                             proposed=temp_mlm.swaps_proposed, accepted=temp_mlm.swaps_accepted,
-                                             rate=temp_mlm.swap_rates)), "mlm_swap_rates")
+mlm_swaps = run.save_table(report.swap_rates(temp_mlm), "mlm_swap_rates")
 trips_t = temp_mlm.round_trips
-for key, value in dict(t_ensembles=E_t, t_length=n_t, t_rungs=K_t, t_ladder=", ".join(f"{t:.3g}" for t in taus_t),
-                       t_rounds=R_t, t_steps_per_round=S_t, t_cold=f"{cold_t:g}", t_chunk=K_t * S_t,
-                       t_every=every_t, t_radius_quantile=f"{q_radius:g}", t_cal=n_cal, t_neighbours=n_neighbours,
-                       t_dwell=dwell_t).items():
-    glue(key, value, display=False)
-show_table(mlm_tempering.rename(columns={
-    "temperature": "τ", "cold_steps": "cold steps", "forward_rows": "forward rows", "basins_mean": "basins (mean)",
-    "basins_min": "min", "basins_max": "max", "basins_per_1000_rows": "basins per 1000 rows", "low": "95 % low",
-    "high": "95 % high"}))
-
-# %%
-fig, (left, right) = panels(2, height=3.6)
-for k in range(E_t):
-    left.plot([0, 1], [b_t[k], b_p[k]], color="grey", lw=0.8, alpha=0.6)
-left.scatter(np.zeros(E_t), b_t, color="C2", zorder=3, label="tempered (cold replica)")
-left.scatter(np.ones(E_t), b_p, color="C3", zorder=3, label="plain MH")
-left.set(xticks=[0, 1], xticklabels=["tempered", "plain MH"], xlim=(-0.4, 1.4), ylabel="basins visited per start",
-         title=f"equal forward rows, τ = {cold_t:g}")
-left.yaxis.get_major_locator().set_params(integer=True)
-right.plot(np.sqrt(mlm_swaps.tau_low * mlm_swaps.tau_high), mlm_swaps.rate, "o-")
-right.set(xscale="log", ylim=(0, 1.02), xlabel=r"rung pair (geometric mean of $\tau$)", ylabel="swap rate",
-          title=f"{K_t} rungs, {R_t} rounds")
+report.glue_text(t_ensembles=E_t, t_length=n_t, t_rungs=K_t, t_ladder=report.ladder_text(temp_mlm),
+                 t_rounds=R_t, t_steps_per_round=S_t, t_cold=f"{cold_t:g}", t_chunk=K_t * S_t, t_every=every_t,
+                 t_radius_quantile=f"{q_radius:g}", t_cal=n_cal, t_neighbours=n_neighbours, t_dwell=dwell_t)
+fig = report.mlm_tempering_figure(b_t, b_p, mlm_swaps, cold_t, K_t, R_t)
 run.save_figure(fig, "mlm_tempering")
-t_m, p_m = mlm_tempering.iloc[0], mlm_tempering.iloc[1]
-gain_text = (f"{gain_est:.2g} (95% interval {gain_low:.2g} to {gain_high:.2g})" if np.isfinite(gain_est)
-             else "not defined (plain MH visited no basin)")
-glue("mlm_tempering_finding", Markdown(
-    f"At τ = {cold_t:g} and equal cost ({int(t_m.forward_rows):,} and {int(p_m.forward_rows):,} forward rows), the "
-    f"basins visited per start are {t_m.basins_mean:.2g} on average (range {t_m.basins_min} to {t_m.basins_max}) "
-    f"for the tempered cold chains in {t_m.cold_steps} steps and {p_m.basins_mean:.2g} (range {p_m.basins_min} to "
-    f"{p_m.basins_max}) for the plain chains in {p_m.cold_steps} steps: basins per forward row, tempered over plain, "
-    f"{gain_text}, over {E_t} starts. "
-    f"Swap rates between neighbouring rungs: {', '.join(f'{x:.2f}' for x in mlm_swaps.rate)}; "
-    f"{int((trips_t > 0).sum())} of {trips_t.size} ensembles made a round trip from the cold to the hot end "
-    f"(mean {trips_t.mean():.2g})."), display=False)
+gain = report.gain_text(gain_est, gain_low, gain_high)
+glue("mlm_tempering_finding", report.mlm_tempering_finding(mlm_tempering, gain, cold_t, E_t, mlm_swaps, trips_t),
+     display=False)
+report.mlm_tempering(mlm_tempering)
 
 # %% [markdown]
 # :::{glue:figure} fig:mlm_tempering
@@ -706,8 +561,7 @@ glue("mlm_tempering_finding", Markdown(
 #
 # **Tempering on the embedded model, at equal cost.** Left: basins visited (notebook 03's trap criterion) by the cold chain of each start, tempered and plain, joined per start. Right: the swap acceptance rate between neighbouring rungs of the ladder.
 # :::
-
-# %% [markdown]
+#
 # **What {numref}`fig-07-mlm-tempering` shows.**
 # ```{glue:md} mlm_tempering_finding
 # :format: myst
@@ -723,35 +577,14 @@ run.conclude(
           "Glauber chain on an MLM at every step, and say how many steps reach a target distance at each τ and n; "
           "at low τ, replica exchange of MH chains samples a two-well law that plain MH at equal cost does not.",
     # section 4 (tempering on the embedded model) is a reading, not a check: no planted truth of basins to calibrate on
-    key_numbers={
-        **{f"n = {r.length}, τ = {r.temperature:g}: steps for TV ≤ {', '.join(f'{e:g}' for e in TARGETS)} "
-           f"(upper end of the L-lag bound)":
-           ", ".join(f"{s:g}" if np.isfinite(s) else "not resolved"
-                     for s in (steps_table.loc[r.Index, f"steps_below_{e:g}"] for e in TARGETS))
-           for r in steps_table.itertuples()},
-        "L-lag runs per cell, lag, budget": f"{P}, {L_mlm}, {B}",
-        f"Ising: MC bound covers the exact TV at L = {', '.join(map(str, ising_lags))}":
-            ", ".join("yes" if coverage.get(L, False) else "no" for L in ising_lags),
-        "exact L-lag bound minus exact TV, its minimum over t and both lags (a theorem: a unit test, not a check)":
-            f"{(ising_table.exact_bound - ising_table.exact_tv).min():.3g}",
-        "two-well TV, tempered / plain MH (equal forward rows)": f"{t_row.tv:.3f} / {p_row.tv:.3f}",
-        "chains visiting both wells, tempered / plain MH": f"{t_row.both_wells:.0%} / {p_row.both_wells:.0%}",
-        "wells visited per thousand forward rows, tempered / plain MH":
-            f"{t_row.wells_per_1000_rows:.3g} / {p_row.wells_per_1000_rows:.3g}",
-        "swap rates (min, max); mean round trips per ensemble":
-            f"{swaps.rate.min():.2f}, {swaps.rate.max():.2f}; {trips.mean():.2g}",
-        f"embedded model, τ = {cold_t:g}, n = {n_t}: basins visited per start, tempered / plain MH (equal forward rows)":
-            f"{t_m.basins_mean:.2g} / {p_m.basins_mean:.2g}",
-        "embedded model: basins per forward row, tempered over plain (95% interval over starts)": gain_text,
-        "embedded model: swap rates between neighbouring rungs; ensembles with a round trip":
-            f"{', '.join(f'{x:.2f}' for x in mlm_swaps.rate)}; {int((trips_t > 0).sum())} of {trips_t.size}",
-    },
+    key_numbers=report.key_numbers(steps_table, TARGETS, P, L_mlm, B, ising_table, ising_lags, coverage, tempering_table,
+                                   swaps, trips, mlm_tempering, gain, cold_t, n_t, mlm_swaps, trips_t),
     checks=[
         Check(f"the Monte Carlo L-lag bound's upper end lies at or above the exact TV of the Ising chain at every t "
               f"where the exact TV ≥ {TV_FLOOR:g} (L = {L_cal})",
               "upper interval end minus exact TV, its minimum over the tested t",
               "passes when the minimum is ≥ 0",
-              f"{(ising_table[read & (ising_table.lag == L_cal)].bound_high - ising_table[read & (ising_table.lag == L_cal)].exact_tv).min():.3g}",
+              report.coverage_margin(ising_table, read, L_cal),
               bool(coverage.get(L_cal, False)), coverage_cal,
               to_decide="more replicates, or more runs per replicate"),
         Check("the tempered cold replica passes the TV null test against the exact two-well law and plain MH with "
