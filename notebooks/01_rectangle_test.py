@@ -235,7 +235,7 @@ report.turned(summary)
 #
 # How to read it: grey is pure float32 rounding (the compatible model's true ρ is 0); every rectangle right of the
 # dashed tolerance is a certificate: no joint law can have its four conditionals. The table gives the certified fraction
-# with its Wilson 95% interval and the median |ρ| with a bootstrap interval over contexts. The paper (Fig 5, BERT)
+# with its Wilson 95% interval and the median |ρ| with a bootstrap interval over contexts. The paper's Fig. 5 (BERT)
 # reports the same picture: |ρ| spread over orders of magnitude far above numerical precision, so that incompatibility
 # is the rule rather than an exception.
 
@@ -346,7 +346,7 @@ report.table(correlation)
 # :format: myst
 # ```
 #
-# How to read it: the Spearman correlation (table) measures how consistently |ρ| rises with influence. The paper (Fig 6)
+# How to read it: the Spearman correlation (table) measures how consistently |ρ| rises with influence. The paper's Fig. 6
 # reports the same trend on BERT. Weakly interacting sites are nearly compatible, which is the regime the
 # high-temperature theorem needs.
 
@@ -471,8 +471,8 @@ run.conclude(
           "rectangles of real passages (paper Fig 5), ρ_τ = ρ_1/τ, and |ρ| grows with the token-level "
           "influence between the two sites (paper Fig 6).",
     paper="the rectangle test certifies incompatibility, which the abstract calls prevalent across modern MLMs; on "
-          "BERT, the distribution of rectangle incompatibility (Fig 5) and token-level influence amplifying it (Fig "
-          "6); the captions state no certified fraction.",
+          "BERT, the distribution of rectangle incompatibility (paper Fig. 5) and token-level influence amplifying "
+          "it (paper Fig. 6); the captions state no certified fraction.",
     key_numbers=report.key_numbers(summary, correlation, by_temperature, compat_summary),
     checks=[
         Check("the certified fraction's 95% lower bound exceeds one half for every model",
