@@ -421,18 +421,17 @@ def influence_finding(influence_cal: pd.DataFrame, tolerance: float, ising_influ
 
 # ---- notebook 02's growth rule on the Ising chain ------------------------------------------------------------------
 
-def growth_rates(growth_cal: Calibration, runs: int, lengths: list[int], tau: float, pairs: int, budget: int) -> dict:
-    """Runs passed (truth, n^1.5), exact 95% intervals and one-sided 95% bounds (power: lower, size: upper), design."""
+def growth_rates(growth_cal: Calibration, lengths: list[int], tau: float, pairs: int, budget: int) -> dict:
+    """`planted.judge_rates` of the rule's calibration (runs passed, one-sided 95 % bounds, whether it passes), with
+    the exact two-sided 95 % intervals of both rates and the design they were measured at."""
+    from glauber_mlm.pages.planted.growth import judge_rates
     from glauber_mlm.stats import clopper_pearson
 
-    truth_passes = round(growth_cal.power * runs)
-    # the size is unknown (NaN) when no replanted run has a finite median at every length: a dry run's tiny budgets
-    null_passes = None if np.isnan(growth_cal.size) else round(growth_cal.size * runs)
-    return dict(lengths=lengths, tau=tau, pairs=pairs, budget=budget, runs=runs, passes=truth_passes,
-                null_passes=null_passes, rate=clopper_pearson(truth_passes, runs),
-                null_rate=(np.nan,) * 3 if null_passes is None else clopper_pearson(null_passes, runs),
-                power_low=clopper_pearson(truth_passes, runs, 0.90)[1],
-                size_high=np.nan if null_passes is None else clopper_pearson(null_passes, runs, 0.90)[2])
+    judged = judge_rates(growth_cal)
+    runs, null_passes = judged["runs"], judged["null_passes"]
+    return dict(judged, lengths=lengths, tau=tau, pairs=pairs, budget=budget, passes=judged["truth_passes"],
+                rule_passes=judged["passes"], rate=clopper_pearson(judged["truth_passes"], runs),
+                null_rate=(np.nan,) * 3 if null_passes is None else clopper_pearson(null_passes, runs))
 
 
 def growth_table(g: dict) -> pd.DataFrame:
@@ -452,7 +451,7 @@ def growth_display(growth_table: pd.DataFrame) -> Styler:
                                                    "ci_low": "95% low (exact)", "ci_high": "95% high (exact)"}))
 
 
-def growth_finding(g: dict, passed: bool, ising_coupling: pd.DataFrame, coupling: float) -> str:
+def growth_finding(g: dict, passed: bool | None, ising_coupling: pd.DataFrame, coupling: float) -> str:
     """How close section 2's medians are to the path-coupling law at the rule's J/τ, and the rule's power and size."""
     ns, tau = g["lengths"], g["tau"]
     hi_rows = ising_coupling[ising_coupling.regime == "high"]
@@ -470,8 +469,10 @@ def growth_finding(g: dict, passed: bool, ising_coupling: pd.DataFrame, coupling
             f"[{null_rate[1]:.3f}, {null_rate[2]:.3f}]. The check below asks for a power whose one-sided 95 % lower "
             f"bound is at least 0.80 (here {g['power_low']:.3f}) and a size whose upper bound is at most 0.10 (here "
             f"{g['size_high']:.3f}): "
-            + ("both hold, so a pass or a fail of the rule on 02's data means what it says."
-               if passed else "they do not both hold, so the rule's outcome on 02's data must be read with that."))
+            + ("both hold, so a pass or a fail of the rule on 02's data means what it says." if passed else
+               "the size is unknown at this design (no replanted run has a location at every length), so the rule's "
+               "outcome on 02's data cannot be read against it." if passed is None else
+               "they do not both hold, so the rule's outcome on 02's data must be read with that."))
 
 
 # ---- the result box ------------------------------------------------------------------------------------------------
