@@ -13,17 +13,14 @@
 # %% [markdown]
 # # Is there a political basin?
 #
-# **Claim.** The paper uses political content as a case study of the metastable basins that Glauber
-# dynamics on an MLM falls into at low temperature: a chain started from political text stays political
-# for a long time, and the time spent in the political region, and the time to leave it, depend on the
-# temperature. This notebook makes the case study measurable. It trains a *political score* on sentence
-# embeddings (labelled political and non-political text from documents of its own) and reports its held-out
-# accuracy; it measures two base rates (how much of the starting text the score calls political, and how
-# much time chains started from non-political text spend in the political region); then it runs chains from
-# political and from non-political starting passages over a temperature grid and measures, with intervals
-# over starting passages, the fraction of recorded time spent in the political region and the first time
-# a politically-started chain leaves it, and tests start by start whether these change monotonically with
-# the temperature.
+# **Claim.** The paper uses political content as a case study of the metastable basins that Glauber dynamics on an MLM
+# falls into at low temperature: a chain started from political text stays political for a long time, and the time it
+# spends in the political region, and the time it takes to leave, depend on the temperature. This page makes the case
+# study measurable: a *political score* trained on sentence embeddings of labelled text from documents of its own,
+# with its held-out accuracy; two base rates (how much starting text the score calls political; how much time chains
+# from non-political text spend in the region); and chains from political and non-political starting passages over a
+# temperature grid, whose time in the region and first exit from it are measured with intervals over starting passages
+# and tested, start by start, for a monotone change with the temperature.
 
 # %% [markdown]
 # :::{admonition} The result of this build
@@ -164,12 +161,12 @@ show_plan(planned_work(run.params))
 # %% [markdown]
 # ## What is held out, and what is not
 #
-# The embedded model was trained on text from the same sources (BBC news, State of the Union, the Brown
-# corpus) that supply the starting passages and the political score's labelled text. `data/MANIFEST.json`
-# records the split: every document of every source has exactly one role (MLM training text, MLM held-out
-# text, starting passages, political text), given by a hash of its id (`data.role_of`). The cell prints the
-# document counts per role from the manifest, recomputes the role of every document behind the passages
-# and the labelled text, and checks that the starting passages and the labelled text share no document.
+# The embedded model was trained on text from the same sources (BBC news, State of the Union, the Brown corpus) that
+# supply the starting passages and the score's labelled text. `data/MANIFEST.json` records the split: every document
+# of every source has exactly one role (MLM training text, MLM held-out text, starting passages, political text),
+# given by a hash of its id (`data.role_of`). The cell prints the document counts per role from the manifest,
+# recomputes the role of every document behind the passages and the labelled text, and checks that these two share no
+# document.
 
 # %%
 manifest = json.loads((DATA / "MANIFEST.json").read_text())
@@ -186,22 +183,21 @@ print(report.roles_summary(manifest, roles, shared))
 show_table(report.reader(roles))
 
 # %% [markdown]
-# So no starting passage and no labelled paragraph was seen by the model in training, and no starting
-# passage comes from a document the score was fitted or tested on. What a document-level split cannot
-# remove is what the three share through their *sources*: the BBC's house style, its topics and the news
-# vocabulary of its years, the register of presidential addresses. The model has learnt those sources; a
-# political start is BBC political prose of the kind the model saw, and the score's notion of "political"
-# is learnt from the same outlets. The basins below are basins of a model trained on these sources, and
-# the region is the region of a score trained on them; neither transfers to other text without checking.
-# The base rates that follow measure how much of the effect is the region's size rather than the start.
+# So the model saw no starting passage and no labelled paragraph in training, and no starting passage comes from a
+# document the score was fitted or tested on. A document-level split cannot remove what the three share through their
+# *sources*: the BBC's house style, its topics and the news vocabulary of its years, the register of presidential
+# addresses. A political start is BBC political prose of the kind the model learnt, and the score learns "political"
+# from the same outlets: the basins below are those of a model trained on these sources, the region that of a score
+# trained on them, and neither transfers to other text without checking. The base rates that follow measure how much
+# of the effect is the region's size rather than the start.
 #
 # ## The political score and its held-out accuracy
 #
-# The labelled text (`data/political.jsonl`: BBC politics and State of the Union addresses as political;
-# other BBC topics and Brown-corpus fiction as not) shares no document with the starting passages. We
-# embed it (the first 128 word pieces of each paragraph), hold out {glue:text}`test_fraction:.0%` of the *documents* (so no paragraph of a test document is seen in
-# training), fit the score on the rest and measure accuracy on the held-out rows, with Wilson intervals,
-# overall and per class.
+# The labelled text (`data/political.jsonl`: BBC politics and State of the Union addresses as political; other BBC
+# topics and Brown-corpus fiction as not) shares no document with the starting passages. We embed it (the first 128
+# word pieces of each paragraph), hold out {glue:text}`test_fraction:.0%` of the *documents* (no paragraph of a test
+# document is seen in training), fit the score on the rest and measure its accuracy on the held-out rows, with Wilson
+# intervals, overall and per class.
 
 # %%
 lab_emb = semantic.embed(emb_model, [r["text"] for r in labelled], progress=True, max_tokens=128)
@@ -218,12 +214,12 @@ show_table(report.reader(accuracy))
 # %% [markdown]
 # ## Static base rate: how much starting text the score calls political
 #
-# Every starting passage long enough, cut to its first {glue:text}`length` tokens and decoded exactly as a chain's
-# state is (or a random sample of them, when the profile limits their number), embedded and scored: the fraction in the political
-# region, overall, for passages of BBC topic `politics` and for all others. Passages of one document are not
-# independent, so the intervals resample documents. The non-political fraction is the score's false
-# positive rate on the chains' own kind of text: the level a chain that forgot a non-political start would
-# sit at if its states looked like starting passages.
+# Every starting passage long enough (or a random sample, when the profile limits their number), cut to its first
+# {glue:text}`length` tokens, decoded exactly as a chain's state is, embedded and scored: the fraction in the
+# political region, overall, for passages of BBC topic `politics` and for all others. Passages of one document are not
+# independent, so the intervals resample documents. The non-political fraction is the score's false positive rate on
+# the chains' own kind of text: the level a chain that forgot a non-political start would sit at if its states looked
+# like starting passages.
 
 # %%
 all_states, kept = mlm.encode([r["text"] for r in rows], run["length"])
@@ -242,22 +238,15 @@ show_table(report.reader(base_rate))
 #
 # {glue:text}`starts` political passages (BBC topic `politics`) and {glue:text}`starts` non-political ones (every
 # other topic), each from its own document, each run at every temperature with {glue:text}`seeds` chain(s) of
-# {glue:text}`steps` Glauber steps, all in one batch with per-chain temperatures and seeds. Every
-# {glue:text}`record_every` steps the state is decoded, embedded and scored.
-# The independent units are the starting passages: the same passages run at every temperature, so
-# temperatures are compared start by start, and every interval below resamples starts (with one chain per
-# start and temperature, a 0/1 quantity gets the Wilson interval over starts).
+# {glue:text}`steps` Glauber steps, all in one batch with per-chain temperatures and seeds; every
+# {glue:text}`record_every` steps the state is decoded, embedded and scored. The independent units are the starting
+# passages: the same passages run at every temperature, so temperatures are compared start by start, and every
+# interval below resamples starts (with one chain per start and temperature, a 0/1 quantity gets the Wilson interval
+# over starts).
 
 # %%
-kinds = {"political": (pol_x0, pol_ids), "not political": (non_x0, non_ids)}
-meta, inits = [], []
-for tau in temps:
-    for kind, (x0, ids) in kinds.items():
-        for p in range(len(ids)):
-            for s in range(run["seeds"]):
-                meta.append(dict(temperature=tau, start=kind, start_id=ids[p], seed=s))
-                inits.append(x0[p])
-meta = pd.DataFrame(meta)
+meta, inits = report.chain_layout(temps, {"political": (pol_x0, pol_ids), "not political": (non_x0, non_ids)},
+                                  run["seeds"])  # one row per chain: temperature, start type, start_id, seed
 B, n = len(meta), run["length"]
 traj = gm.glauber(mlm, torch.stack(inits), run["steps"], temperature=torch.tensor(meta.temperature.to_numpy()),
                   seed=run["seed"], record_every=run["record_every"], progress=True,
@@ -278,14 +267,15 @@ report.start_scores(meta)
 #
 # ## Time in the political region against temperature, and its dynamic base rate
 #
-# For each chain, the fraction of its recorded states after the start that lie in the political region;
-# per temperature and start type, the mean over chains with an interval over starting passages. The
-# non-political starts are the *dynamic base rate*: the time a chain with no political start spends in the
-# region at that temperature. The political starts' excess over it is the memory of the start; their
-# excess over the static base rate is not, on its own, evidence of a trap.
+# For each chain, the fraction of its recorded states after the start that lie in the political region; per
+# temperature and start type, the mean over chains with an interval over starting passages. The non-political starts
+# are the *dynamic base rate*: the time a chain with no political start spends in the region at that temperature. The
+# political starts' excess over it is the memory of the start; their excess over the static base rate is not, on its
+# own, evidence of a trap.
 
 # %%
 time_in_region = run.save_table(report.time_in_region_table(meta, run["threshold"], run["seed"]), "time_in_region")
+print(report.base_rate_summary(base_rate, time_in_region, temps))
 show_table(report.reader(time_in_region))
 
 # %%
@@ -300,17 +290,13 @@ plt.show()
 #
 # **Time in the political region.** Left: the fraction of time chains spend in the political region against τ, from political starts and from non-political starts (the dynamic base rate), with intervals over starts; dashed bands: the static base rates. Right: the mean political score along the chains.
 # :::
-
-# %% [markdown]
-# **Explore the basin.** The states of the chains at the lowest and the highest temperature on the principal
-# axes of their embeddings, coloured by the political score: hover a point to read its text, step, start and
-# P(political); click a legend entry to hide a group.
+#
+# **Explore the basin.** The chains' states at the lowest and the highest temperature on the principal axes of their
+# embeddings, coloured by the political score: hover a point for its text, step, start and P(political); click a
+# legend entry to hide a group.
 
 # %%
 report.explore_basin(meta, emb, p_pol, texts, record_steps, temps)
-
-# %%
-print(report.base_rate_summary(base_rate, time_in_region, temps))
 
 # %% [markdown]
 # **What {numref}`fig-04-time-in-region` shows.**
@@ -319,24 +305,22 @@ print(report.base_rate_summary(base_rate, time_in_region, temps))
 # :format: myst
 # ```
 #
-# How to read it: the gap between the red and blue curves is the memory of the start. A chain that mixes
-# fast forgets where it began, so the gap closes as τ grows; a persistent gap at low τ is a basin the chain
-# does not leave within the run. The blue curve's level against the dashed lines says something else:
-# whether the dynamics *draws* chains into the region beyond what the score assigns to ordinary starting
-# text, i.e. whether political text is a recurrent basin of the model's stationary behaviour. The paper
-# reports political content as such a recurrent, persistent basin of BERT chains; here the comparison is
-# made with an explicit, validated score, base rates and intervals over starting passages.
+# How to read it: the gap between the red and blue curves is the memory of the start. A chain that mixes fast forgets
+# where it began, so the gap closes as τ grows; a persistent gap at low τ is a basin the chain does not leave within
+# the run. The blue curve against the dashed lines says whether the dynamics *draws* chains into the region beyond
+# what the score assigns to ordinary starting text, i.e. whether political text is a recurrent basin of the model's
+# stationary behaviour. The paper reports political content as such a recurrent, persistent basin of BERT chains; here
+# the comparison is made with an explicit, validated score, base rates and intervals over starts.
 #
 # ## Escape times from the political region
 #
-# For each politically-started chain whose start lies in the region, the first recorded step at which it
-# is outside (`semantic.first_exit`); chains that never leave are censored at the run length. Per
-# temperature: the fraction that escaped (interval over starts), the Kaplan–Meier survival curve of the
-# escape time (the fraction of chains not yet out, with a 95 % log-log band; scipy's `ecdf` on censored
-# data) and its median with the interval where that band crosses ½ (`stats.km_median`: ∞ when half or more
-# never escaped, an upper end of ∞ when the data cannot rule that out). The column *first sweep* is the share of the
-# escapes that happen within the first {glue:text}`length` steps, one sweep of the random scan: leaving then is the
-# relaxation of the start to the nearest state the dynamics favours, not the crossing of a barrier.
+# For each politically-started chain whose start lies in the region: the first recorded step outside it
+# (`semantic.first_exit`), censored at the run length if it never leaves. Per temperature: the fraction that escaped
+# (interval over starts); the Kaplan–Meier survival of the escape time (the fraction not yet out, 95 % log-log band,
+# scipy's `ecdf` on censored data) and its median, with the interval where that band crosses ½ (`stats.km_median`: ∞
+# when half or more never escaped, an upper end of ∞ when the data cannot rule that out). *First sweep* is the share
+# of escapes within the first {glue:text}`length` steps, one sweep of the random scan: leaving then is the start
+# relaxing to the nearest state the dynamics favours, not the crossing of a barrier.
 
 # %%
 pol_cols = ((meta.start == "political") & (meta.start_score >= run["threshold"])).to_numpy()
@@ -359,28 +343,25 @@ plt.show()
 #
 # **Escape from the political region.** Kaplan–Meier survival of the political starts in the region (the fraction of chains not yet left) against the step, per temperature, with 95 % log-log bands.
 # :::
-
-# %% [markdown]
+#
 # **What {numref}`fig-04-escape-times` shows.**
 #
 # ```{glue:md} escape_finding
 # :format: myst
 # ```
 #
-# How to read it: each curve starts at 1 (every chain in the region) and steps down at each escape; a curve that
-# stays high kept its chains in the region, and a band that reaches the bottom of the plot says the data allow
-# almost every chain to have left.
-
-# %% [markdown]
+# How to read it: each curve starts at 1 (every chain in the region) and steps down at each escape; a curve that stays
+# high kept its chains in the region, and a band that reaches the bottom says the data allow almost every chain to
+# have left.
+#
 # ## Is the trend in τ resolved?
 #
-# The metastability theorem predicts escape times growing like $e^{c m/\tau}$ for a basin of margin $m$:
-# time in the region and survival should not fall as τ decreases. Because every start runs at every
-# temperature, each pair of temperatures is compared start by start: the mean over starts of the
-# difference (value at the lower τ minus value at the higher), with a bootstrap interval over starts, for
-# the time in the region (political and non-political starts) and for escaping (political starts in the
-# region). A quantity is monotone within its intervals when no two resolved differences point opposite
-# ways; the intervals are per pair, not simultaneous.
+# The metastability theorem predicts escape times growing like $e^{c m/\tau}$ for a basin of margin $m$: time in the
+# region and survival should not fall as τ decreases. Every start runs at every temperature, so each pair of
+# temperatures is compared start by start: the mean over starts of the difference (lower τ minus higher), with a
+# bootstrap interval over starts, for the time in the region (political and non-political starts) and for escaping
+# (political starts in the region). A quantity is monotone within its intervals when no two resolved differences point
+# opposite ways; the intervals are per pair, not simultaneous.
 
 # %% tags=["hide-output"]
 contrasts = pd.concat([
@@ -395,13 +376,13 @@ run.save_table(contrasts, "trend")
 verdicts = report.trend_verdicts(contrasts)
 
 # %% [markdown]
-# **The blocked trend test, fixed before the runs.** The pairwise intervals above (folded; also in `trend.csv`) are per pair and unadjusted; the
-# checks use one test per quantity instead: Page's L test over the temperatures, blocked by starting passage
-# (`political.page_trend`), one-sided in the direction the claim predicts, at level 0.05. Its power and size at
-# this design (these starts and temperatures) come from planted data with the start-to-start and residual spread
-# of this run's values and a planted fall of 0.2 across the τ grid, fixed in advance as the smallest trend worth
-# a claim, against no trend (`planted.blocked_trend_calibration`). Where this design cannot decide, the same
-# calibration at twice and three times the starts says how many starts would.
+# **The blocked trend test, fixed before the runs.** The pairwise intervals above (folded; also in `trend.csv`) are
+# per pair and unadjusted; each check uses one test instead: Page's L over the temperatures, blocked by starting
+# passage (`political.page_trend`), one-sided in the direction the claim predicts, at level 0.05. Its power and size
+# at this design (these starts and temperatures) come from planted data with this run's start-to-start and residual
+# spread: a fall of 0.2 across the τ grid, fixed in advance as the smallest trend worth a claim, against no trend
+# (`planted.blocked_trend_calibration`). Where this design cannot decide, the same calibration at twice and three
+# times the starts says how many starts would.
 
 # %%
 TREND_EFFECT = 0.2
@@ -425,9 +406,9 @@ report.show_trend_test(page_table)
 
 # %% [markdown]
 # **What the score calls political in edited text.** A chain at temperature τ has, by its last record, replaced a
-# share of its start's tokens. The same share of tokens replaced at random in non-political passages (other
-# topics), with no pull towards any topic, gives the score's false-positive rate on text edited as much as a
-# chain edits it (`political.corrupted_false_positives`): the baseline that "drawn into the region" must beat.
+# share of its start's tokens. The same share replaced at random in non-political passages (other topics), with no
+# pull towards any topic, gives the score's false-positive rate on text edited as much as a chain edits it
+# (`political.corrupted_false_positives`): the baseline that "drawn into the region" must beat.
 
 # %%
 edited = (traj.states[-1] != traj.states[0]).float().mean(1).numpy()  # share of sites changed per chain
@@ -443,12 +424,12 @@ show_table(report.reader(fpr))
 # %% [markdown]
 # **The matched null for "drawn into the region".** Uniform random tokens are not what a chain writes: its edits are
 # draws from the model's conditional. The matched null edits the same other-topic passages at the share of sites the
-# non-political starts' chains changed, each edit drawn from the model's conditional at the chains' temperature given
-# the unedited passage, never the current token (`political.conditional_edits`): the model's own local preferences at
-# the chains' rate and temperature, with no dynamics in which one edit builds on another, so nothing to pull the text
-# into a basin. It is computed at the lowest τ of the grid, where the basin claim lives (a metastable basin holds and
-# attracts at low temperature). Its edits leave the text as far from its start, in tokens, as the chains' last states
-# are from theirs, so the chains' memory of their start enters both sides alike.
+# non-political chains changed, each edit drawn from the model's conditional at the chains' temperature given the
+# unedited passage, never the current token (`political.conditional_edits`): the model's local preferences at the
+# chains' rate and temperature, with no dynamics in which one edit builds on another, so nothing to pull the text into
+# a basin. It is computed at the lowest τ of the grid, where the basin claim lives (a metastable basin holds and
+# attracts at low temperature), and leaves the text as far from its start, in tokens, as the chains' last states are
+# from theirs, so the chains' memory of their start enters both sides alike.
 
 # %%
 t_claim = min(temps)
@@ -461,12 +442,12 @@ print(report.conditional_summary(cond_row, claim_share, t_claim))
 show_table(report.reader(cond_fpr))
 
 # %% [markdown]
-# **Have the chains forgotten their start?** At each τ, the share of sites where a chain's last state differs from
-# its own start, beside the mean share where it differs from the other chains' starts (`political.start_memory`),
-# and the gap between the two, each with an interval over starts. A chain that has forgotten its start is as far
-# from it as from any other start (gap 0); a chain nearer its own start remembers it, and its time in the region
-# then measures that memory as much as a basin. Tokens are a coarse test: a chain can keep its topic with new
-# tokens, so a gap of 0 is necessary for a forgotten start, not sufficient.
+# **Have the chains forgotten their start?** At each τ, the share of sites where a chain's last state differs from its
+# own start, beside the mean share where it differs from the other chains' starts (`political.start_memory`), and the
+# gap between the two, each with an interval over starts. A chain that has forgotten its start is as far from it as
+# from any other start (gap 0); a chain nearer its own start remembers it, and its time in the region then measures
+# that memory as much as a basin. Tokens are a coarse test: a chain can keep its topic with new tokens, so a gap of 0
+# is necessary for a forgotten start, not sufficient.
 
 # %%
 memory = political.start_memory(traj.states[0].numpy(), traj.states[-1].numpy(), meta.start_id.to_numpy())
@@ -480,25 +461,20 @@ show_table(report.reader(start_memory))
 # basin wherever the chains remember it: they say "inconclusive" there, whatever their rule says
 memory_at = dict(zip(start_memory.temperature, start_memory.remembers))
 
-
-def memory_confound(taus) -> str:
-    """'' when the chains forgot their start at every τ of `taus`, else what would decide (the τ that remember)."""
-    return report.memory_note(start_memory, [t for t in taus if memory_at.get(t, False)])
-
 # %% [markdown]
 # **Calibrating the level checks.** Each compares a time in the region with a reference: political against
-# non-political starts at the lowest τ; non-political starts at the lowest τ against the score's false-positive rate on
-# other-topic text edited at their rate from the model's conditional (the attraction check, matched); and, shown
+# non-political starts at the lowest τ; non-political starts at the lowest τ against the score's false-positive rate
+# on other-topic text edited at their rate from the model's conditional (the attraction check, matched); and, shown
 # beside them, non-political starts at the highest τ against text with uniform random tokens at their rate (the former
 # attraction check, whose null is not what a chain writes). The rule: the 95 % interval of the difference (resampling
-# the starts of each group, and the edited texts, `stats.difference_ci`) lies above 0. Its power and size at this
-# design come from planted chains with this run's own start-to-start and chain-to-chain spread (the non-political
-# starts' chains at that τ, starts resampled, recentred: `planted.level_gap_calibration`): planted truth, the chains
-# sit 0.2 above the reference, fixed in advance as the smallest gap worth a claim; planted null, they sit at it. The
-# same calibration at two and four times the starts says what a check that cannot decide here would need. The checks
-# that compare chains from different starts, or one start across τ, are inconclusive wherever the chains still
-# remember their start (the memory table above), whatever their rule says: their difference is then memory as much as
-# a basin. The attraction check is not, because its null is as far from its start in tokens as the chains are.
+# each group's starts and the edited texts, `stats.difference_ci`) lies above 0. Its power and size at this design
+# come from planted chains with this run's start-to-start and chain-to-chain spread (the non-political chains at that
+# τ, starts resampled, recentred: `planted.level_gap_calibration`): planted truth 0.2 above the reference, fixed in
+# advance as the smallest gap worth a claim; planted null at it. The same calibration at two and four times the starts
+# says what a check that cannot decide here would need. The checks comparing chains from different starts, or one
+# start across τ, are inconclusive wherever the chains still remember their start (the memory table above), whatever
+# their rule says: their difference is then memory as much as a basin. The attraction check is not: its null is as far
+# from its start in tokens as the chains are.
 
 # %%
 LEVEL_EFFECT = 0.2
@@ -529,17 +505,10 @@ def level_designs(chains: pd.DataFrame, reference_mean: float, texts: int | None
     return cals
 
 
-start_designs = level_designs(lo_non, float(lo_non.time_in_region.mean()), None,
-                              f"non-political starts' chains at τ = {t_lo:g} ({{starts}} starts × {run['seeds']}), "
-                              f"resampled: political starts {LEVEL_EFFECT:g} higher / the same")
-edited_designs = level_designs(hi_non, float(fpr_hi.fraction), fp_texts,
-                               f"non-political starts' chains at τ = {t_hi:g} ({{starts}} starts × {run['seeds']}) "
-                               f"recentred {LEVEL_EFFECT:g} above / at the false-positive rate on {fp_texts} texts "
-                               f"edited at their rate ({fpr_hi.fraction:.0%}: edits that carry no topic)")
-drawn_designs = level_designs(lo_non, float(cond_row["fraction"]), int(cond_row["texts"]),
-                              f"non-political starts' chains at τ = {t_lo:g} ({{starts}} starts × {run['seeds']}) "
-                              f"recentred {LEVEL_EFFECT:g} above / at the false-positive rate on {cond_row['texts']} "
-                              f"texts edited from the model's conditional at their rate ({cond_row['changed']:.0%})")
+on = report.level_calibrated_on(t_lo, t_hi, run["seeds"], LEVEL_EFFECT, fpr_hi, cond_row)  # {starts}: the design's
+start_designs = level_designs(lo_non, float(lo_non.time_in_region.mean()), None, on["start"])
+edited_designs = level_designs(hi_non, float(fpr_hi.fraction), fp_texts, on["edited"])
+drawn_designs = level_designs(lo_non, float(cond_row["fraction"]), int(cond_row["texts"]), on["drawn"])
 level_table = run.save_table(report.level_table({"political vs non-political starts": start_designs,
                                                 "non-political starts vs edited text": edited_designs,
                                                 "non-political starts vs conditional edits": drawn_designs}),
@@ -550,16 +519,16 @@ show_table(report.reader(level_table))
 print(report.reversal_prose(contrasts, escape_times, verdicts))
 
 # %% [markdown]
-# What the chains become: for one political start, the state at the end of the run at each temperature and
-# its score. A low-temperature end state that is repetitive or generic is the local mode the chain fell
-# into; whether that mode is political decides an escape at the lowest temperatures more than any barrier.
+# What the chains become: for one political start, the state at the end of the run at each temperature and its score.
+# A low-temperature end state that is repetitive or generic is the local mode the chain fell into; whether that mode
+# is political decides an escape at the lowest temperatures more than any barrier.
 
 # %%
 print(report.end_states(meta, pol_ids, texts, p_pol, record_steps, temps))
 
 # %% [markdown]
-# A chain that leaves may come back: the time-in-region table counts every return, so it is the steadier of
-# the two measures when escapes happen within the first sweep.
+# A chain that leaves may come back: the time-in-region table counts every return, so it is the steadier of the two
+# measures when escapes happen within the first sweep.
 
 # %%
 tir_words = report.page_words(trend_rows["time_in_region"], "falls as τ rises")
@@ -567,8 +536,10 @@ escape_words = report.page_words(trend_rows["escaped"], "rises as τ rises")
 report.glue_md("tir_finding", report.tir_finding(time_in_region, t_lo, t_hi, start_gap, edited_gap, drawn_gap, fpr_hi,
                                                  cond_row, tir_words, memory_text))
 report.glue_md("escape_finding", report.escape_finding(escape_times, run["steps"], escape_words))
-
-# %%
+tir_trend, esc_trend = trend_rows["time_in_region"], trend_rows["escaped"]
+# at the τ compared where the chains remember their start, what would decide ('' where they forgot it at every one)
+held_lo, held_all = (report.memory_note(start_memory, [t for t in taus if memory_at.get(t, False)])
+                     for taus in ([t_lo], temps))
 run.conclude(
     claim="Political content is a measurable metastable basin: chains started in it stay there, longer at lower "
           "temperature, and chains from elsewhere are drawn into it.",
@@ -581,25 +552,21 @@ run.conclude(
               "difference in time in the region, political − non-political starts (95 % interval over starts)",
               "passes when the interval lies above 0; inconclusive while the chains remember their start",
               f"{start_gap[0]:+.2f} [{start_gap[1]:+.2f}, {start_gap[2]:+.2f}]"
-              + report.memory_said(memory_confound([t_lo]), start_gap[1] > 0),
-              None if memory_confound([t_lo]) else bool(start_gap[1] > 0),
-              start_designs[f"{S} starts per type"],
-              to_decide=memory_confound([t_lo]) or smallest_decisive(start_designs)),
+              + report.memory_said(held_lo, start_gap[1] > 0),
+              None if held_lo else bool(start_gap[1] > 0), start_designs[f"{S} starts per type"],
+              to_decide=held_lo or smallest_decisive(start_designs)),
         Check("time in the region from political starts falls as τ rises (Page's test blocked by start)",
               "Page's L, one-sided p-value", "passes when p < 0.05; inconclusive while the chains remember their start",
-              f"p = {trend_rows['time_in_region']['p_value']:.3g} over {trend_rows['time_in_region']['units']} starts"
-              + report.memory_said(memory_confound(temps), trend_rows["time_in_region"]["p_value"] < 0.05),
-              None if np.isnan(trend_rows["time_in_region"]["p_value"]) or memory_confound(temps)
-              else bool(trend_rows["time_in_region"]["p_value"] < 0.05),
-              trend_rows["time_in_region"]["calibration"],
-              to_decide=memory_confound(temps) or trend_rows["time_in_region"]["to_decide"]),
+              f"p = {tir_trend['p_value']:.3g} over {tir_trend['units']} starts"
+              + report.memory_said(held_all, tir_trend["p_value"] < 0.05),
+              None if np.isnan(tir_trend["p_value"]) or held_all else bool(tir_trend["p_value"] < 0.05),
+              tir_trend["calibration"], to_decide=held_all or tir_trend["to_decide"]),
         Check("escape from the region rises with τ (Page's test blocked by start)", "Page's L, one-sided p-value",
               "passes when p < 0.05; inconclusive while the chains remember their start",
-              f"p = {trend_rows['escaped']['p_value']:.3g} over {trend_rows['escaped']['units']} starts"
-              + report.memory_said(memory_confound(temps), trend_rows["escaped"]["p_value"] < 0.05),
-              None if np.isnan(trend_rows["escaped"]["p_value"]) or memory_confound(temps)
-              else bool(trend_rows["escaped"]["p_value"] < 0.05),
-              trend_rows["escaped"]["calibration"], to_decide=memory_confound(temps) or trend_rows["escaped"]["to_decide"]),
+              f"p = {esc_trend['p_value']:.3g} over {esc_trend['units']} starts"
+              + report.memory_said(held_all, esc_trend["p_value"] < 0.05),
+              None if np.isnan(esc_trend["p_value"]) or held_all else bool(esc_trend["p_value"] < 0.05),
+              esc_trend["calibration"], to_decide=held_all or esc_trend["to_decide"]),
         Check("at the lowest τ, chains from non-political starts spend more time in the region than the score calls "
               "political in other-topic text edited at their rate from the model's conditional (no dynamics)",
               "difference, dynamic base rate − false-positive rate on conditionally edited text (95 % interval over "

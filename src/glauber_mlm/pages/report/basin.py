@@ -45,6 +45,7 @@ def glue_md(name: str, text: str) -> None:
 
 
 def _colour(k: int, n: int):
+    """The k-th of n colours of the viridis map (one per temperature)."""
     import matplotlib.pyplot as plt
 
     return plt.get_cmap("viridis")(k / max(1, n - 1))
@@ -75,6 +76,18 @@ def base_rate_table(inside: np.ndarray, topic: np.ndarray, docs: np.ndarray, see
 
 
 # ---- time in the region -------------------------------------------------------------------------------------------
+
+def chain_layout(temps: list[float], kinds: dict[str, tuple], seeds: int) -> tuple[pd.DataFrame, list]:
+    """The batch's chains, one row each (temperature, start type, start_id, seed), and their initial states."""
+    meta, inits = [], []
+    for tau in temps:
+        for kind, (x0, ids) in kinds.items():
+            for p in range(len(ids)):
+                for s in range(seeds):
+                    meta.append(dict(temperature=tau, start=kind, start_id=ids[p], seed=s))
+                    inits.append(x0[p])
+    return pd.DataFrame(meta), inits
+
 
 def start_scores(meta: pd.DataFrame):
     """The starting states' political score per start type, as a display table."""
@@ -275,6 +288,19 @@ def level_table(designs: dict[str, dict]) -> pd.DataFrame:
          for name, ds in designs.items() for d, c in ds.items()])
 
 
+def level_calibrated_on(t_lo: float, t_hi: float, seeds: int, effect: float, fpr_hi: pd.Series,
+                        cond_row: dict) -> dict[str, str]:
+    """What each level check's calibration was planted on, with `{starts}` for the design's starts per type."""
+    return {"start": f"non-political starts' chains at τ = {t_lo:g} ({{starts}} starts × {seeds}), "
+                     f"resampled: political starts {effect:g} higher / the same",
+            "edited": f"non-political starts' chains at τ = {t_hi:g} ({{starts}} starts × {seeds}) "
+                      f"recentred {effect:g} above / at the false-positive rate on {int(fpr_hi.texts)} texts "
+                      f"edited at their rate ({fpr_hi.fraction:.0%}: edits that carry no topic)",
+            "drawn": f"non-political starts' chains at τ = {t_lo:g} ({{starts}} starts × {seeds}) "
+                     f"recentred {effect:g} above / at the false-positive rate on {cond_row['texts']} "
+                     f"texts edited from the model's conditional at their rate ({cond_row['changed']:.0%})"}
+
+
 def reversal_prose(contrasts: pd.DataFrame, escape_times: pd.DataFrame, verdicts: dict) -> str:
     """Whether escape reverses (more escapes at a lower τ), why near τ = 0 it can, and the two verdicts."""
     esc_t = escape_times.set_index("temperature")
@@ -330,10 +356,12 @@ def page_words(r: dict, direction: str) -> str:
 
 
 def _ci(r, digits: str = ".0%") -> str:
+    """A row's fraction with its interval, as "f [low, high]"."""
     return f"{r.fraction:{digits}} [{r.ci_low:{digits}}, {r.ci_high:{digits}}]"
 
 
 def _gap(g: tuple) -> str:
+    """A difference with its interval, signed: "+d [+low, +high]"."""
     return f"{g[0]:+.2f} [{g[1]:+.2f}, {g[2]:+.2f}]"
 
 
