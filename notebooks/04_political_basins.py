@@ -13,17 +13,14 @@
 # %% [markdown]
 # # Is there a political basin?
 #
-# **Claim.** The paper uses political content as a case study of the metastable basins that Glauber
-# dynamics on an MLM falls into at low temperature: a chain started from political text stays political
-# for a long time, and the time spent in the political region, and the time to leave it, depend on the
-# temperature. This notebook makes the case study measurable. It trains a *political score* on sentence
-# embeddings (labelled political and non-political text from documents of its own) and reports its held-out
-# accuracy; it measures two base rates (how much of the starting text the score calls political, and how
-# much time chains started from non-political text spend in the political region); then it runs chains from
-# political and from non-political starting passages over a temperature grid and measures, with intervals
-# over starting passages, the fraction of recorded time spent in the political region and the first time
-# a politically-started chain leaves it, and tests start by start whether these change monotonically with
-# the temperature.
+# **Claim.** The paper uses political content as a case study of the metastable basins that Glauber dynamics on an MLM
+# falls into at low temperature: a chain started from political text stays political for a long time, and the time it
+# spends in the political region, and the time it takes to leave, depend on the temperature. This page makes the case
+# study measurable: a *political score* trained on sentence embeddings of labelled text from documents of its own,
+# with its held-out accuracy; two base rates (how much starting text the score calls political; how much time chains
+# from non-political text spend in the region); and chains from political and non-political starting passages over a
+# temperature grid, whose time in the region and first exit from it are measured with intervals over starting passages
+# and tested, start by start, for a monotone change with the temperature.
 
 # %% [markdown]
 # :::{admonition} The result of this build
@@ -67,12 +64,13 @@ import torch
 
 import glauber_mlm as gm
 from glauber_mlm.measures import political, semantic
-from glauber_mlm.pages.checks import Check, smallest_decisive
-from glauber_mlm.pages.run import Run
 from glauber_mlm.models.passages import DATA, load_passages, load_political_text, sample_passages
+from glauber_mlm.pages.checks import Check, smallest_decisive
 from glauber_mlm.pages.planted.basin import blocked_trend_calibration, level_gap_calibration
-from glauber_mlm.pages.plots import interactive_map, interval_errorbar, show_table, temperature_axis
-from glauber_mlm.stats import difference_ci, km_median, km_survival
+from glauber_mlm.pages.plots import show_table
+from glauber_mlm.pages.report import basin as report  # the page's figures, display tables and prose
+from glauber_mlm.pages.run import Run
+from glauber_mlm.stats import difference_ci
 
 # cpu: sized so that the whole book (`make book FORCE=1`) fits in 30 minutes on 2 CPU cores without native bf16
 PROFILES = {
@@ -117,6 +115,7 @@ if not pol_rows:
 pol_x0, pol_ids = sample_passages(mlm, pol_rows, run["length"], run["starts"], seed=run["seed"])
 non_x0, non_ids = sample_passages(mlm, non_rows, run["length"], run["starts"], seed=run["seed"])
 labelled = political.subsample(load_political_text(), run["score_texts"], seed=run["seed"])
+report.glue_design(run)  # the design's values, for the prose ({glue:text}`starts` and so on)
 run.show()
 
 # %% tags=["plan"]
@@ -159,36 +158,18 @@ def planned_work(p: dict) -> list[Work]:
 
 show_plan(planned_work(run.params))
 
-# %% tags=["hide-cell"]
-# the design's values, for the prose ({glue:text}`starts` and so on): the page names values, not variables
-from IPython.display import Markdown
-from myst_nb import glue
-
-for key in ("starts", "seeds", "steps", "record_every", "length"):
-    glue(key, int(run[key]), display=False)
-glue("test_fraction", float(run["test_fraction"]), display=False)
-
-# tables show reader names, not variable names: τ for temperature, "95 % low/high" for interval ends, spaces
-READER = {"temperature": "τ"}
-
-
-def reader(df):
-    return df.rename(columns=lambda c: READER.get(c, c.replace("ci_low", "95 % low").replace("ci_high", "95 % high")
-                                                  .replace("_", " ")))
-
 # %% [markdown]
 # ## What is held out, and what is not
 #
-# The embedded model was trained on text from the same sources (BBC news, State of the Union, the Brown
-# corpus) that supply the starting passages and the political score's labelled text. `data/MANIFEST.json`
-# records the split: every document of every source has exactly one role (MLM training text, MLM held-out
-# text, starting passages, political text), given by a hash of its id (`data.role_of`). The cell prints the
-# document counts per role from the manifest, recomputes the role of every document behind the passages
-# and the labelled text, and checks that the starting passages and the labelled text share no document.
+# The embedded model was trained on text from the same sources (BBC news, State of the Union, the Brown corpus) that
+# supply the starting passages and the score's labelled text. `data/MANIFEST.json` records the split: every document
+# of every source has exactly one role (MLM training text, MLM held-out text, starting passages, political text),
+# given by a hash of its id (`data.role_of`). The cell prints the document counts per role from the manifest,
+# recomputes the role of every document behind the passages and the labelled text, and checks that these two share no
+# document.
 
 # %%
 manifest = json.loads((DATA / "MANIFEST.json").read_text())
-print("documents per role (data/MANIFEST.json): " + ", ".join(f"{role} {n}" for role, n in manifest["documents"].items()))
 start_rows = {i: r for r in rows for i in [r["id"]]}
 chosen = [start_rows[i] for i in pol_ids + non_ids]
 roles = political.document_roles({"all starting passages": rows, "chosen starts": chosen,
@@ -198,31 +179,25 @@ shared = political.shared_documents(rows, load_political_text())
 assert not shared, f"starting passages and labelled text share documents: {sorted(shared)[:5]}"
 assert set(roles[roles.text_set != "labelled text (score)"].roles) <= {"passages"}, roles
 assert set(roles[roles.text_set == "labelled text (score)"].roles) <= {"political"}, roles
-sources = {name: sorted(set(g.source)) for name, g in roles.groupby("text_set")}
-print(f"documents shared by the starting passages and the labelled text: {len(shared)}; "
-      f"documents of the MLM's training role among either: "
-      f"{int(roles[roles.roles.str.contains('train')].documents.sum())}")
-print("sources of each set: " + "; ".join(f"{name}: {', '.join(s)}" for name, s in sources.items())
-      + f"; MLM training text: {', '.join(s['name'] for s in manifest['sources'])}")
-show_table(reader(roles))
+print(report.roles_summary(manifest, roles, shared))
+show_table(report.reader(roles))
 
 # %% [markdown]
-# So no starting passage and no labelled paragraph was seen by the model in training, and no starting
-# passage comes from a document the score was fitted or tested on. What a document-level split cannot
-# remove is what the three share through their *sources*: the BBC's house style, its topics and the news
-# vocabulary of its years, the register of presidential addresses. The model has learnt those sources; a
-# political start is BBC political prose of the kind the model saw, and the score's notion of "political"
-# is learnt from the same outlets. The basins below are basins of a model trained on these sources, and
-# the region is the region of a score trained on them; neither transfers to other text without checking.
-# The base rates that follow measure how much of the effect is the region's size rather than the start.
+# So the model saw no starting passage and no labelled paragraph in training, and no starting passage comes from a
+# document the score was fitted or tested on. A document-level split cannot remove what the three share through their
+# *sources*: the BBC's house style, its topics and the news vocabulary of its years, the register of presidential
+# addresses. A political start is BBC political prose of the kind the model learnt, and the score learns "political"
+# from the same outlets: the basins below are those of a model trained on these sources, the region that of a score
+# trained on them, and neither transfers to other text without checking. The base rates that follow measure how much
+# of the effect is the region's size rather than the start.
 #
 # ## The political score and its held-out accuracy
 #
-# The labelled text (`data/political.jsonl`: BBC politics and State of the Union addresses as political;
-# other BBC topics and Brown-corpus fiction as not) shares no document with the starting passages. We
-# embed it (the first 128 word pieces of each paragraph), hold out {glue:text}`test_fraction:.0%` of the *documents* (so no paragraph of a test document is seen in
-# training), fit the score on the rest and measure accuracy on the held-out rows, with Wilson intervals,
-# overall and per class.
+# The labelled text (`data/political.jsonl`: BBC politics and State of the Union addresses as political; other BBC
+# topics and Brown-corpus fiction as not) shares no document with the starting passages. We embed it (the first 128
+# word pieces of each paragraph), hold out {glue:text}`test_fraction:.0%` of the *documents* (no paragraph of a test
+# document is seen in training), fit the score on the rest and measure its accuracy on the held-out rows, with Wilson
+# intervals, overall and per class.
 
 # %%
 lab_emb = semantic.embed(emb_model, [r["text"] for r in labelled], progress=True, max_tokens=128)
@@ -234,17 +209,17 @@ accuracy = political.accuracy_table(score, lab_emb[test], labels[test])
 accuracy.insert(0, "method", run["method"])
 accuracy["train_rows"], accuracy["threshold"] = len(train), run["threshold"]
 run.save_table(accuracy, "score_accuracy")
-show_table(reader(accuracy))
+show_table(report.reader(accuracy))
 
 # %% [markdown]
 # ## Static base rate: how much starting text the score calls political
 #
-# Every starting passage long enough, cut to its first {glue:text}`length` tokens and decoded exactly as a chain's
-# state is (or a random sample of them, when the profile limits their number), embedded and scored: the fraction in the political
-# region, overall, for passages of BBC topic `politics` and for all others. Passages of one document are not
-# independent, so the intervals resample documents. The non-political fraction is the score's false
-# positive rate on the chains' own kind of text: the level a chain that forgot a non-political start would
-# sit at if its states looked like starting passages.
+# Every starting passage long enough (or a random sample, when the profile limits their number), cut to its first
+# {glue:text}`length` tokens, decoded exactly as a chain's state is, embedded and scored: the fraction in the
+# political region, overall, for passages of BBC topic `politics` and for all others. Passages of one document are not
+# independent, so the intervals resample documents. The non-political fraction is the score's false positive rate on
+# the chains' own kind of text: the level a chain that forgot a non-political start would sit at if its states looked
+# like starting passages.
 
 # %%
 all_states, kept = mlm.encode([r["text"] for r in rows], run["length"])
@@ -255,36 +230,23 @@ base_emb = semantic.embed(emb_model, mlm.decode(all_states), progress=True)
 base_inside = score.inside(base_emb).astype(float)
 base_topic = np.array([rows[k].get("topic") == "politics" for k in kept])
 base_docs = np.array([rows[k].get("doc_id") or rows[k]["id"] for k in kept])
-base = []
-for group, mask in (("all passages", np.ones_like(base_topic)), ("topic politics", base_topic),
-                    ("other topics", ~base_topic)):
-    f, lo, hi = political.fraction_ci(base_inside[mask], base_docs[mask], seed=run["seed"])
-    base.append(dict(passages=group, n=int(mask.sum()), documents=len(set(base_docs[mask])), fraction=f,
-                     ci_low=lo, ci_high=hi))
-base_rate = run.save_table(pd.DataFrame(base), "base_rate")
-show_table(reader(base_rate))
+base_rate = run.save_table(report.base_rate_table(base_inside, base_topic, base_docs, run["seed"]), "base_rate")
+show_table(report.reader(base_rate))
 
 # %% [markdown]
 # ## Chains from political and from non-political starts
 #
 # {glue:text}`starts` political passages (BBC topic `politics`) and {glue:text}`starts` non-political ones (every
 # other topic), each from its own document, each run at every temperature with {glue:text}`seeds` chain(s) of
-# {glue:text}`steps` Glauber steps, all in one batch with per-chain temperatures and seeds. Every
-# {glue:text}`record_every` steps the state is decoded, embedded and scored.
-# The independent units are the starting passages: the same passages run at every temperature, so
-# temperatures are compared start by start, and every interval below resamples starts (with one chain per
-# start and temperature, a 0/1 quantity gets the Wilson interval over starts).
+# {glue:text}`steps` Glauber steps, all in one batch with per-chain temperatures and seeds; every
+# {glue:text}`record_every` steps the state is decoded, embedded and scored. The independent units are the starting
+# passages: the same passages run at every temperature, so temperatures are compared start by start, and every
+# interval below resamples starts (with one chain per start and temperature, a 0/1 quantity gets the Wilson interval
+# over starts).
 
 # %%
-kinds = {"political": (pol_x0, pol_ids), "not political": (non_x0, non_ids)}
-meta, inits = [], []
-for tau in temps:
-    for kind, (x0, ids) in kinds.items():
-        for p in range(len(ids)):
-            for s in range(run["seeds"]):
-                meta.append(dict(temperature=tau, start=kind, start_id=ids[p], seed=s))
-                inits.append(x0[p])
-meta = pd.DataFrame(meta)
+meta, inits = report.chain_layout(temps, {"political": (pol_x0, pol_ids), "not political": (non_x0, non_ids)},
+                                  run["seeds"])  # one row per chain: temperature, start type, start_id, seed
 B, n = len(meta), run["length"]
 traj = gm.glauber(mlm, torch.stack(inits), run["steps"], temperature=torch.tensor(meta.temperature.to_numpy()),
                   seed=run["seed"], record_every=run["record_every"], progress=True,
@@ -297,8 +259,7 @@ inside = p_pol >= run["threshold"]
 record_steps = traj.steps.numpy()
 meta["start_score"] = p_pol[0]
 meta["time_in_region"] = inside[1:].mean(0)     # records after the start
-show_table(meta.groupby("start")["start_score"].describe().reset_index().astype({"count": int})
-           .rename(columns={"start": "starts"}))
+report.start_scores(meta)
 
 # %% [markdown]
 # The score of the starting states (step 0, the first {glue:text}`length` tokens of each passage) shows how well the
@@ -306,50 +267,19 @@ show_table(meta.groupby("start")["start_score"].describe().reset_index().astype(
 #
 # ## Time in the political region against temperature, and its dynamic base rate
 #
-# For each chain, the fraction of its recorded states after the start that lie in the political region;
-# per temperature and start type, the mean over chains with an interval over starting passages. The
-# non-political starts are the *dynamic base rate*: the time a chain with no political start spends in the
-# region at that temperature. The political starts' excess over it is the memory of the start; their
-# excess over the static base rate is not, on its own, evidence of a trap.
+# For each chain, the fraction of its recorded states after the start that lie in the political region; per
+# temperature and start type, the mean over chains with an interval over starting passages. The non-political starts
+# are the *dynamic base rate*: the time a chain with no political start spends in the region at that temperature. The
+# political starts' excess over it is the memory of the start; their excess over the static base rate is not, on its
+# own, evidence of a trap.
 
 # %%
-tir = []
-for (tau, kind), g in meta.groupby(["temperature", "start"]):
-    f, lo, hi = political.fraction_ci(g.time_in_region, g.start_id, seed=run["seed"])
-    tir.append(dict(temperature=tau, start=kind, chains=len(g), fraction=f, ci_low=lo, ci_high=hi,
-                    start_inside=float((g.start_score >= run["threshold"]).mean()), starts=g.start_id.nunique()))
-time_in_region = run.save_table(pd.DataFrame(tir), "time_in_region")
-show_table(reader(time_in_region))
+time_in_region = run.save_table(report.time_in_region_table(meta, run["threshold"], run["seed"]), "time_in_region")
+print(report.base_rate_summary(base_rate, time_in_region, temps))
+show_table(report.reader(time_in_region))
 
 # %%
-from glauber_mlm.pages.plots import legend_outside, panels
-
-static = base_rate.set_index("passages")
-fig, axes = panels(2, height=5.0)
-ax = axes[0]
-for kind, g in time_in_region.groupby("start"):
-    interval_errorbar(ax, g.temperature, g.fraction, g.ci_low, g.ci_high, marker="o", capsize=3,
-                      label="political start" if kind == "political" else "non-political start (dynamic base rate)",
-                      color="tab:red" if kind == "political" else "tab:blue")
-for group, color in (("all passages", "0.4"), ("other topics", "tab:cyan")):
-    r = static.loc[group]
-    ax.axhspan(r.ci_low, r.ci_high, color=color, alpha=0.2, lw=0)
-    ax.axhline(r.fraction, color=color, lw=1, ls="--", label=f"static base rate: {group}")
-temperature_axis(ax, temps)
-ax.set(xlabel=r"temperature $\tau$", ylabel="share of time in the political region", ylim=(-0.03, 1.03),
-       title=f"{run['steps']} steps, {run['starts']} starts × {run['seeds']} chains")
-legend_outside(ax, "below", ncol=1)
-ax = axes[1]
-cmap = plt.get_cmap("viridis")
-for k, tau in enumerate(temps):
-    for kind, style in (("political", "-"), ("not political", ":")):
-        cols = ((meta.temperature == tau) & (meta.start == kind)).to_numpy()
-        ax.plot(record_steps, p_pol[:, cols].mean(1), style, color=cmap(k / max(1, len(temps) - 1)),
-                label=rf"$\tau = {tau:g}$" if kind == "political" else None)
-ax.axhline(run["threshold"], color="k", lw=0.6)
-ax.set(xlabel="step", ylabel="mean P(political) over chains", ylim=(-0.03, 1.03),
-       title="score along the chains\n(solid: political start, dotted: not)")
-legend_outside(ax, "below", ncol=3)
+fig = report.time_in_region_figure(time_in_region, base_rate, meta, record_steps, p_pol, temps, run)
 run.save_figure(fig, "time_in_region")
 plt.show()
 
@@ -360,33 +290,13 @@ plt.show()
 #
 # **Time in the political region.** Left: the fraction of time chains spend in the political region against τ, from political starts and from non-political starts (the dynamic base rate), with intervals over starts; dashed bands: the static base rates. Right: the mean political score along the chains.
 # :::
-
-# %% [markdown]
-# **Explore the basin.** The states of the chains at the lowest and the highest temperature on the principal
-# axes of their embeddings, coloured by the political score: hover a point to read its text, step, start and
-# P(political); click a legend entry to hide a group.
-
-# %%
-cols = np.flatnonzero(meta.temperature.isin([min(temps), max(temps)]).to_numpy())
-xy = semantic.pca_2d(emb[:, cols].reshape(-1, emb.shape[-1])).reshape(R, len(cols), 2)
-explore = pd.DataFrame([dict(group=f"{meta.start[c]} start, τ = {meta.temperature[c]:g}", start=meta.start_id[c],
-                             step=int(record_steps[r]), **{"PC 1": xy[r, k, 0], "PC 2": xy[r, k, 1]},
-                             political=round(float(p_pol[r, c]), 3), text=texts[r, c])
-                        for k, c in enumerate(cols) for r in range(R)])
-interactive_map(explore, "PC 1", "PC 2", "group", ["start", "step", "political"],
-                "chain states on the principal axes of their embeddings (colour: P(political))",
-                color="political", text="text")
+#
+# **Explore the basin.** The chains' states at the lowest and the highest temperature on the principal axes of their
+# embeddings, coloured by the political score: hover a point for its text, step, start and P(political); click a
+# legend entry to hide a group.
 
 # %%
-wide = time_in_region.set_index(["temperature", "start"])
-a, o = static.loc["all passages"], static.loc["other topics"]
-print(f"static base rate: {a.fraction:.0%} [{a.ci_low:.0%}, {a.ci_high:.0%}] of all starting passages and "
-      f"{o.fraction:.0%} [{o.ci_low:.0%}, {o.ci_high:.0%}] of the non-political ones lie in the region")
-for tau in temps:
-    p, q = wide.loc[(tau, "political")], wide.loc[(tau, "not political")]
-    print(f"τ = {tau:g}: political starts {p.fraction:.0%} [{p.ci_low:.0%}, {p.ci_high:.0%}] of the time in the "
-          f"region; non-political starts (dynamic base rate) {q.fraction:.0%} [{q.ci_low:.0%}, {q.ci_high:.0%}]"
-          f"; {'political above the base rate' if p.ci_low > q.ci_high else 'political below the base rate' if p.ci_high < q.ci_low else 'intervals overlap'}")
+report.explore_basin(meta, emb, p_pol, texts, record_steps, temps)
 
 # %% [markdown]
 # **What {numref}`fig-04-time-in-region` shows.**
@@ -395,61 +305,34 @@ for tau in temps:
 # :format: myst
 # ```
 #
-# How to read it: the gap between the red and blue curves is the memory of the start. A chain that mixes
-# fast forgets where it began, so the gap closes as τ grows; a persistent gap at low τ is a basin the chain
-# does not leave within the run. The blue curve's level against the dashed lines says something else:
-# whether the dynamics *draws* chains into the region beyond what the score assigns to ordinary starting
-# text, i.e. whether political text is a recurrent basin of the model's stationary behaviour. The paper
-# reports political content as such a recurrent, persistent basin of BERT chains; here the comparison is
-# made with an explicit, validated score, base rates and intervals over starting passages.
+# How to read it: the gap between the red and blue curves is the memory of the start. A chain that mixes fast forgets
+# where it began, so the gap closes as τ grows; a persistent gap at low τ is a basin the chain does not leave within
+# the run. The blue curve against the dashed lines says whether the dynamics *draws* chains into the region beyond
+# what the score assigns to ordinary starting text, i.e. whether political text is a recurrent basin of the model's
+# stationary behaviour. The paper reports political content as such a recurrent, persistent basin of BERT chains; here
+# the comparison is made with an explicit, validated score, base rates and intervals over starts.
 #
 # ## Escape times from the political region
 #
-# For each politically-started chain whose start lies in the region, the first recorded step at which it
-# is outside (`semantic.first_exit`); chains that never leave are censored at the run length. Per
-# temperature: the fraction that escaped (interval over starts), the Kaplan–Meier survival curve of the
-# escape time (the fraction of chains not yet out, with a 95 % log-log band; scipy's `ecdf` on censored
-# data) and its median with the interval where that band crosses ½ (`stats.km_median`: ∞ when half or more
-# never escaped, an upper end of ∞ when the data cannot rule that out). The column *first sweep* is the share of the
-# escapes that happen within the first {glue:text}`length` steps, one sweep of the random scan: leaving then is the
-# relaxation of the start to the nearest state the dynamics favours, not the crossing of a barrier.
+# For each politically-started chain whose start lies in the region: the first recorded step outside it
+# (`semantic.first_exit`), censored at the run length if it never leaves. Per temperature: the fraction that escaped
+# (interval over starts); the Kaplan–Meier survival of the escape time (the fraction not yet out, 95 % log-log band,
+# scipy's `ecdf` on censored data) and its median, with the interval where that band crosses ½ (`stats.km_median`: ∞
+# when half or more never escaped, an upper end of ∞ when the data cannot rule that out). *First sweep* is the share
+# of escapes within the first {glue:text}`length` steps, one sweep of the random scan: leaving then is the start
+# relaxing to the nearest state the dynamics favours, not the crossing of a barrier.
 
 # %%
 pol_cols = ((meta.start == "political") & (meta.start_score >= run["threshold"])).to_numpy()
 times, exited = semantic.first_exit(inside[:, pol_cols], record_steps)
 escape_chains = meta[pol_cols].assign(escape_step=times, escaped=exited)
 run.save_table(escape_chains, "escape_chains")
-esc = []
-for tau in temps:
-    g = escape_chains[escape_chains.temperature == tau]
-    if g.empty:
-        continue
-    f, lo, hi = political.fraction_ci(g.escaped.astype(float), g.start_id, seed=run["seed"])
-    med, mlo, mhi = km_median(g.escape_step, g.escaped)
-    early = (g.escaped & (g.escape_step <= run["length"])).sum()
-    esc.append(dict(temperature=tau, chains=len(g), escaped=int(g.escaped.sum()), escape_fraction=f, ci_low=lo,
-                    ci_high=hi, median_escape_step=med, median_ci_low=mlo, median_ci_high=mhi, censor_step=run["steps"],
-                    first_sweep=early / g.escaped.sum() if g.escaped.any() else np.nan))
-escape_times = run.save_table(pd.DataFrame(esc, columns=[
-    "temperature", "chains", "escaped", "escape_fraction", "ci_low", "ci_high", "median_escape_step", "median_ci_low",
-    "median_ci_high", "censor_step", "first_sweep"]), "escape_times")
-show_table(reader(escape_times))
+escape_times = run.save_table(report.escape_table(escape_chains, temps, run["length"], run["steps"], run["seed"]),
+                              "escape_times")
+show_table(report.reader(escape_times))
 
 # %%
-from glauber_mlm.pages.plots import legend_outside, panels
-
-fig, (ax,) = panels(1, width=8.5, height=4.0)
-for k, tau in enumerate(temps):
-    g = escape_chains[escape_chains.temperature == tau]
-    if g.empty:
-        continue
-    S, S_low, S_high = km_survival(g.escape_step, g.escaped, record_steps)
-    color = cmap(k / max(1, len(temps) - 1))
-    ax.fill_between(record_steps, S_low, S_high, step="post", color=color, alpha=0.15)
-    ax.step(record_steps, S, where="post", color=color, label=rf"$\tau = {tau:g}$ ({len(g)} chains)")
-ax.set(xlabel="step", ylabel="share still in the\npolitical region", ylim=(-0.03, 1.03),
-       title="Kaplan–Meier survival of the political start (95 % log-log)")
-legend_outside(ax, "right")
+fig = report.escape_figure(escape_chains, temps, record_steps)
 run.save_figure(fig, "escape_times")
 plt.show()
 
@@ -460,28 +343,25 @@ plt.show()
 #
 # **Escape from the political region.** Kaplan–Meier survival of the political starts in the region (the fraction of chains not yet left) against the step, per temperature, with 95 % log-log bands.
 # :::
-
-# %% [markdown]
+#
 # **What {numref}`fig-04-escape-times` shows.**
 #
 # ```{glue:md} escape_finding
 # :format: myst
 # ```
 #
-# How to read it: each curve starts at 1 (every chain in the region) and steps down at each escape; a curve that
-# stays high kept its chains in the region, and a band that reaches the bottom of the plot says the data allow
-# almost every chain to have left.
-
-# %% [markdown]
+# How to read it: each curve starts at 1 (every chain in the region) and steps down at each escape; a curve that stays
+# high kept its chains in the region, and a band that reaches the bottom says the data allow almost every chain to
+# have left.
+#
 # ## Is the trend in τ resolved?
 #
-# The metastability theorem predicts escape times growing like $e^{c m/\tau}$ for a basin of margin $m$:
-# time in the region and survival should not fall as τ decreases. Because every start runs at every
-# temperature, each pair of temperatures is compared start by start: the mean over starts of the
-# difference (value at the lower τ minus value at the higher), with a bootstrap interval over starts, for
-# the time in the region (political and non-political starts) and for escaping (political starts in the
-# region). A quantity is monotone within its intervals when no two resolved differences point opposite
-# ways; the intervals are per pair, not simultaneous.
+# The metastability theorem predicts escape times growing like $e^{c m/\tau}$ for a basin of margin $m$: time in the
+# region and survival should not fall as τ decreases. Every start runs at every temperature, so each pair of
+# temperatures is compared start by start: the mean over starts of the difference (lower τ minus higher), with a
+# bootstrap interval over starts, for the time in the region (political and non-political starts) and for escaping
+# (political starts in the region). A quantity is monotone within its intervals when no two resolved differences point
+# opposite ways; the intervals are per pair, not simultaneous.
 
 # %% tags=["hide-output"]
 contrasts = pd.concat([
@@ -493,23 +373,16 @@ contrasts = pd.concat([
                                     seed=run["seed"]).assign(start="political"),
 ], ignore_index=True)
 run.save_table(contrasts, "trend")
-verdicts = {}
-for (quantity, kind), g in contrasts.groupby(["quantity", "start"], sort=False):
-    verdicts[quantity, kind] = political.trend_verdict(g)
-    print(f"{quantity} ({kind} starts): {verdicts[quantity, kind]}")
-    for r in g.itertuples():
-        relation = "indistinguishable from" if r.reading == "indistinguishable" else f"{r.reading} than"
-        print(f"  at τ = {r.tau_a:g} {relation} at τ = {r.tau_b:g}: {r.mean_a:.2f} vs {r.mean_b:.2f}, "
-              f"difference {r.difference:+.2f} [{r.ci_low:+.2f}, {r.ci_high:+.2f}] over {r.starts} starts")
+verdicts = report.trend_verdicts(contrasts)
 
 # %% [markdown]
-# **The blocked trend test, fixed before the runs.** The pairwise intervals above (folded; also in `trend.csv`) are per pair and unadjusted; the
-# checks use one test per quantity instead: Page's L test over the temperatures, blocked by starting passage
-# (`political.page_trend`), one-sided in the direction the claim predicts, at level 0.05. Its power and size at
-# this design (these starts and temperatures) come from planted data with the start-to-start and residual spread
-# of this run's values and a planted fall of 0.2 across the τ grid, fixed in advance as the smallest trend worth
-# a claim, against no trend (`planted.blocked_trend_calibration`). Where this design cannot decide, the same
-# calibration at twice and three times the starts says how many starts would.
+# **The blocked trend test, fixed before the runs.** The pairwise intervals above (folded; also in `trend.csv`) are
+# per pair and unadjusted; each check uses one test instead: Page's L over the temperatures, blocked by starting
+# passage (`political.page_trend`), one-sided in the direction the claim predicts, at level 0.05. Its power and size
+# at this design (these starts and temperatures) come from planted data with this run's start-to-start and residual
+# spread: a fall of 0.2 across the τ grid, fixed in advance as the smallest trend worth a claim, against no trend
+# (`planted.blocked_trend_calibration`). Where this design cannot decide, the same calibration at twice and three
+# times the starts says how many starts would.
 
 # %%
 TREND_EFFECT = 0.2
@@ -529,18 +402,13 @@ for quantity, data, falls in (("time_in_region", meta[meta.start == "political"]
                                 power=cal.power, size=cal.size, calibrated_on=cal.calibrated_on, calibration=cal,
                                 to_decide=smallest_decisive(designs))
 page_table = run.save_table(pd.DataFrame(trend_rows.values()).drop(columns="calibration"), "trend_test")
-from IPython.display import display
-
-prose_cols = ["calibrated_on", "to_decide"]  # their own table, so that the numbers' columns stay narrow
-display(show_table(reader(page_table.drop(columns=prose_cols))))
-show_table(reader(page_table[["quantity", *prose_cols]])).set_properties(subset=["calibrated on", "to decide"],
-                                                                         **{"min-width": "16em", "text-align": "left"})
+report.show_trend_test(page_table)
 
 # %% [markdown]
 # **What the score calls political in edited text.** A chain at temperature τ has, by its last record, replaced a
-# share of its start's tokens. The same share of tokens replaced at random in non-political passages (other
-# topics), with no pull towards any topic, gives the score's false-positive rate on text edited as much as a
-# chain edits it (`political.corrupted_false_positives`): the baseline that "drawn into the region" must beat.
+# share of its start's tokens. The same share replaced at random in non-political passages (other topics), with no
+# pull towards any topic, gives the score's false-positive rate on text edited as much as a chain edits it
+# (`political.corrupted_false_positives`): the baseline that "drawn into the region" must beat.
 
 # %%
 edited = (traj.states[-1] != traj.states[0]).float().mean(1).numpy()  # share of sites changed per chain
@@ -551,17 +419,17 @@ fpr = political.corrupted_false_positives(score, lambda t: semantic.embed(emb_mo
                                           np.random.default_rng(run["seed"]), mlm.decode)
 fpr.insert(0, "temperature", edit_rate.index.to_numpy())
 fpr = run.save_table(fpr, "corrupted_false_positives")
-show_table(reader(fpr))
+show_table(report.reader(fpr))
 
 # %% [markdown]
 # **The matched null for "drawn into the region".** Uniform random tokens are not what a chain writes: its edits are
 # draws from the model's conditional. The matched null edits the same other-topic passages at the share of sites the
-# non-political starts' chains changed, each edit drawn from the model's conditional at the chains' temperature given
-# the unedited passage, never the current token (`political.conditional_edits`): the model's own local preferences at
-# the chains' rate and temperature, with no dynamics in which one edit builds on another, so nothing to pull the text
-# into a basin. It is computed at the lowest τ of the grid, where the basin claim lives (a metastable basin holds and
-# attracts at low temperature). Its edits leave the text as far from its start, in tokens, as the chains' last states
-# are from theirs, so the chains' memory of their start enters both sides alike.
+# non-political chains changed, each edit drawn from the model's conditional at the chains' temperature given the
+# unedited passage, never the current token (`political.conditional_edits`): the model's local preferences at the
+# chains' rate and temperature, with no dynamics in which one edit builds on another, so nothing to pull the text into
+# a basin. It is computed at the lowest τ of the grid, where the basin claim lives (a metastable basin holds and
+# attracts at low temperature), and leaves the text as far from its start, in tokens, as the chains' last states are
+# from theirs, so the chains' memory of their start enters both sides alike.
 
 # %%
 t_claim = min(temps)
@@ -570,73 +438,43 @@ cond_row, cond_called = political.conditional_false_positives(score, lambda t: s
                                                               other_states, claim_share, t_claim, mlm.decode,
                                                               seed=run["seed"])
 cond_fpr = run.save_table(pd.DataFrame([cond_row]), "conditional_false_positives")
-print(f"other-topic text with {cond_row['changed']:.0%} of its sites edited from the model's conditional at "
-      f"τ = {t_claim:g} (the non-political chains changed {claim_share:.0%}): {cond_row['fraction']:.0%} "
-      f"[{cond_row['ci_low']:.0%}, {cond_row['ci_high']:.0%}] of {cond_row['texts']} called political")
-show_table(reader(cond_fpr))
+print(report.conditional_summary(cond_row, claim_share, t_claim))
+show_table(report.reader(cond_fpr))
 
 # %% [markdown]
-# **Have the chains forgotten their start?** At each τ, the share of sites where a chain's last state differs from
-# its own start, beside the mean share where it differs from the other chains' starts (`political.start_memory`),
-# and the gap between the two, each with an interval over starts. A chain that has forgotten its start is as far
-# from it as from any other start (gap 0); a chain nearer its own start remembers it, and its time in the region
-# then measures that memory as much as a basin. Tokens are a coarse test: a chain can keep its topic with new
-# tokens, so a gap of 0 is necessary for a forgotten start, not sufficient.
+# **Have the chains forgotten their start?** At each τ, the share of sites where a chain's last state differs from its
+# own start, beside the mean share where it differs from the other chains' starts (`political.start_memory`), and the
+# gap between the two, each with an interval over starts. A chain that has forgotten its start is as far from it as
+# from any other start (gap 0); a chain nearer its own start remembers it, and its time in the region then measures
+# that memory as much as a basin. Tokens are a coarse test: a chain can keep its topic with new tokens, so a gap of 0
+# is necessary for a forgotten start, not sufficient.
 
 # %%
 memory = political.start_memory(traj.states[0].numpy(), traj.states[-1].numpy(), meta.start_id.to_numpy())
-memory_rows = []
-for tau in temps:
-    on = (meta.temperature == tau).to_numpy()
-    m = memory[on]
-    own, others, gap = (political.fraction_ci(v, m.unit, seed=run["seed"]) for v in (m.own, m.others, m.others - m.own))
-    memory_rows.append(dict(temperature=tau, chains=int(on.sum()), own_start=own[0], own_low=own[1], own_high=own[2],
-                            other_starts=others[0], other_low=others[1], other_high=others[2], gap=gap[0],
-                            gap_low=gap[1], gap_high=gap[2], remembers=bool(gap[1] > 0)))
-start_memory = run.save_table(pd.DataFrame(memory_rows), "start_memory")
+start_memory = run.save_table(report.memory_table(memory, meta, temps, run["seed"]), "start_memory")
 remembers = start_memory[start_memory.remembers].temperature.tolist()
-memory_text = (
-    "At every τ the chains' last states are nearer their own start than the other starts: time in the region "
-    "measures memory of the start as much as a basin at every temperature of this run."
-    if len(remembers) == len(temps) else
-    "At no τ are the chains' last states nearer their own start than the other starts, at the level of tokens."
-    if not remembers else
-    f"The chains' last states are nearer their own start than the other starts at τ = "
-    f"{', '.join(f'{t:g}' for t in remembers)} (time in the region there measures memory of the start as much as a "
-    f"basin), and not at τ = {', '.join(f'{t:g}' for t in temps if t not in remembers)}.")
-glue("memory_text", Markdown(memory_text), display=False)
+memory_text = report.memory_prose(remembers, temps)
+report.glue_md("memory_text", memory_text)
 print(memory_text)
-show_table(reader(start_memory))
+show_table(report.reader(start_memory))
 # the checks that compare chains from different starts, or one start across τ, read memory of the start as much as a
-# basin wherever the chains remember it: they say "inconclusive" there, whatever their rule says (computed here)
+# basin wherever the chains remember it: they say "inconclusive" there, whatever their rule says
 memory_at = dict(zip(start_memory.temperature, start_memory.remembers))
-MEMORY_NOTE = ("chains long enough to forget their start: at τ = {taus} the chains' last states are nearer their own "
-               "start than the other starts (token gap {gaps}), so this comparison reads memory of the start as much "
-               "as a basin")
-
-
-def memory_confound(taus) -> str:
-    """'' when the chains forgot their start at every τ of `taus`, else what would decide (the τ that remember)."""
-    held = [t for t in taus if memory_at.get(t, False)]
-    rows = start_memory.set_index("temperature")
-    return MEMORY_NOTE.format(taus=", ".join(f"{t:g}" for t in held),
-                              gaps=", ".join(f"{rows.gap[t]:.2f} [{rows.gap_low[t]:.2f}, {rows.gap_high[t]:.2f}]"
-                                             for t in held)) if held else ""
 
 # %% [markdown]
 # **Calibrating the level checks.** Each compares a time in the region with a reference: political against
-# non-political starts at the lowest τ; non-political starts at the lowest τ against the score's false-positive rate on
-# other-topic text edited at their rate from the model's conditional (the attraction check, matched); and, shown
+# non-political starts at the lowest τ; non-political starts at the lowest τ against the score's false-positive rate
+# on other-topic text edited at their rate from the model's conditional (the attraction check, matched); and, shown
 # beside them, non-political starts at the highest τ against text with uniform random tokens at their rate (the former
 # attraction check, whose null is not what a chain writes). The rule: the 95 % interval of the difference (resampling
-# the starts of each group, and the edited texts, `stats.difference_ci`) lies above 0. Its power and size at this
-# design come from planted chains with this run's own start-to-start and chain-to-chain spread (the non-political
-# starts' chains at that τ, starts resampled, recentred: `planted.level_gap_calibration`): planted truth, the chains
-# sit 0.2 above the reference, fixed in advance as the smallest gap worth a claim; planted null, they sit at it. The
-# same calibration at two and four times the starts says what a check that cannot decide here would need. The checks
-# that compare chains from different starts, or one start across τ, are inconclusive wherever the chains still
-# remember their start (the memory table above), whatever their rule says: their difference is then memory as much as
-# a basin. The attraction check is not, because its null is as far from its start in tokens as the chains are.
+# each group's starts and the edited texts, `stats.difference_ci`) lies above 0. Its power and size at this design
+# come from planted chains with this run's start-to-start and chain-to-chain spread (the non-political chains at that
+# τ, starts resampled, recentred: `planted.level_gap_calibration`): planted truth 0.2 above the reference, fixed in
+# advance as the smallest gap worth a claim; planted null at it. The same calibration at two and four times the starts
+# says what a check that cannot decide here would need. The checks comparing chains from different starts, or one
+# start across τ, are inconclusive wherever the chains still remember their start (the memory table above), whatever
+# their rule says: their difference is then memory as much as a basin. The attraction check is not: its null is as far
+# from its start in tokens as the chains are.
 
 # %%
 LEVEL_EFFECT = 0.2
@@ -667,160 +505,68 @@ def level_designs(chains: pd.DataFrame, reference_mean: float, texts: int | None
     return cals
 
 
-start_designs = level_designs(lo_non, float(lo_non.time_in_region.mean()), None,
-                              f"non-political starts' chains at τ = {t_lo:g} ({{starts}} starts × {run['seeds']}), "
-                              f"resampled: political starts {LEVEL_EFFECT:g} higher / the same")
-edited_designs = level_designs(hi_non, float(fpr_hi.fraction), fp_texts,
-                               f"non-political starts' chains at τ = {t_hi:g} ({{starts}} starts × {run['seeds']}) "
-                               f"recentred {LEVEL_EFFECT:g} above / at the false-positive rate on {fp_texts} texts "
-                               f"edited at their rate ({fpr_hi.fraction:.0%}: edits that carry no topic)")
-drawn_designs = level_designs(lo_non, float(cond_row["fraction"]), int(cond_row["texts"]),
-                              f"non-political starts' chains at τ = {t_lo:g} ({{starts}} starts × {run['seeds']}) "
-                              f"recentred {LEVEL_EFFECT:g} above / at the false-positive rate on {cond_row['texts']} "
-                              f"texts edited from the model's conditional at their rate ({cond_row['changed']:.0%})")
-level_table = run.save_table(pd.DataFrame(
-    [dict(check=name, design=d, power=c.power, size=c.size, replicates=c.replicates, calibrated_on=c.calibrated_on)
-     for name, ds in (("political vs non-political starts", start_designs),
-                      ("non-political starts vs edited text", edited_designs),
-                      ("non-political starts vs conditional edits", drawn_designs)) for d, c in ds.items()]),
-    "level_calibration")
-show_table(reader(level_table))
+on = report.level_calibrated_on(t_lo, t_hi, run["seeds"], LEVEL_EFFECT, fpr_hi, cond_row)  # {starts}: the design's
+start_designs = level_designs(lo_non, float(lo_non.time_in_region.mean()), None, on["start"])
+edited_designs = level_designs(hi_non, float(fpr_hi.fraction), fp_texts, on["edited"])
+drawn_designs = level_designs(lo_non, float(cond_row["fraction"]), int(cond_row["texts"]), on["drawn"])
+level_table = run.save_table(report.level_table({"political vs non-political starts": start_designs,
+                                                "non-political starts vs edited text": edited_designs,
+                                                "non-political starts vs conditional edits": drawn_designs}),
+                             "level_calibration")
+show_table(report.reader(level_table))
 
 # %%
-esc_t = escape_times.set_index("temperature")
-reversed_pairs = contrasts[(contrasts.quantity == "escaped") & (contrasts.reading == "higher")]
-unresolved = contrasts[(contrasts.quantity == "escaped") & (contrasts.reading == "indistinguishable")
-                       & (contrasts.difference > 0)]
-if not reversed_pairs.empty:
-    r = reversed_pairs.iloc[0]
-    lo_t, hi_t = esc_t.loc[r.tau_a], esc_t.loc[r.tau_b]
-    print(f"Reversal: at τ = {r.tau_a:g} more political starts escape ({lo_t.escape_fraction:.0%} "
-          f"[{lo_t.ci_low:.0%}, {lo_t.ci_high:.0%}]) than at τ = {r.tau_b:g} ({hi_t.escape_fraction:.0%} "
-          f"[{hi_t.ci_low:.0%}, {hi_t.ci_high:.0%}]), a start-by-start difference of {r.difference:+.2f} "
-          f"[{r.ci_low:+.2f}, {r.ci_high:+.2f}]. Of the escapes at τ = {r.tau_a:g}, {lo_t.first_sweep:.0%} happen "
-          f"within the first sweep (at τ = {r.tau_b:g}: {hi_t.first_sweep:.0%}). Near τ = 0 Glauber dynamics "
-          "moves each site to its most probable token, so a chain first descends to the nearest local mode of "
-          "the model, which can lie on either side of the score's boundary; an escape counted from the start then "
-          "measures where that descent ends, not the barrier the theorem is about.")
-elif not unresolved.empty:
-    r = unresolved.iloc[0]
-    print(f"No resolved reversal: the escape fraction at τ = {r.tau_a:g} is above that at τ = {r.tau_b:g} "
-          f"({r.mean_a:.0%} vs {r.mean_b:.0%}), but the start-by-start difference {r.difference:+.2f} "
-          f"[{r.ci_low:+.2f}, {r.ci_high:+.2f}] includes 0: these starts cannot tell the two apart.")
-else:
-    print("No reversal: at no pair of temperatures do more political starts escape at the lower one.")
-tir_pol = verdicts["time_in_region", "political"]
-print(f"Time in the region from political starts: {tir_pol}; escaping: {verdicts['escaped', 'political']}. "
-      + ("The data contradict a monotone fall of the basin's hold with τ."
-         if "not monotone" in (tir_pol, verdicts["escaped", "political"]) else
-         "Within the intervals, nothing here contradicts a hold that weakens as τ rises."))
+print(report.reversal_prose(contrasts, escape_times, verdicts))
 
 # %% [markdown]
-# What the chains become: for one political start, the state at the end of the run at each temperature and
-# its score. A low-temperature end state that is repetitive or generic is the local mode the chain fell
-# into; whether that mode is political decides an escape at the lowest temperatures more than any barrier.
+# What the chains become: for one political start, the state at the end of the run at each temperature and its score.
+# A low-temperature end state that is repetitive or generic is the local mode the chain fell into; whether that mode
+# is political decides an escape at the lowest temperatures more than any barrier.
 
 # %%
-example = pol_ids[int(np.argmax(meta[meta.start == "political"].groupby("start_id", sort=False).start_score.first()
-                                .reindex(pol_ids).to_numpy()))]
-print(f"start {example}: {str(texts[0, int(np.flatnonzero((meta.start_id == example).to_numpy())[0])])!r}")
-for tau in temps:
-    col = int(np.flatnonzero(((meta.start_id == example) & (meta.temperature == tau)).to_numpy())[0])
-    print(f"τ = {tau:g}, step {record_steps[-1]} (P(political) {p_pol[-1, col]:.2f}): {str(texts[-1, col])!r}")
+print(report.end_states(meta, pol_ids, texts, p_pol, record_steps, temps))
 
 # %% [markdown]
-# A chain that leaves may come back: the time-in-region table counts every return, so it is the steadier of
-# the two measures when escapes happen within the first sweep.
+# A chain that leaves may come back: the time-in-region table counts every return, so it is the steadier of the two
+# measures when escapes happen within the first sweep.
 
 # %%
-pol_lo, non_lo, non_hi = wide.loc[(t_lo, "political")], wide.loc[(t_lo, "not political")], wide.loc[(t_hi, "not political")]
-
-
-def page_words(quantity: str, direction: str) -> str:
-    """What Page's test computed says of a quantity: the direction when p < 0.05, else that it is not resolved."""
-    r = trend_rows[quantity]
-    if np.isnan(r["p_value"]):
-        return f"cannot be tested on {r['levels']} temperature(s)"
-    said = direction if r["p_value"] < 0.05 else "shows no trend with τ that the test resolves"
-    return f"{said} (Page's test over {r['units']} starts, p = {r['p_value']:.2g})"
-
-
-tir_words, escape_words = page_words("time_in_region", "falls as τ rises"), page_words("escaped", "rises as τ rises")
-political_tir = time_in_region[time_in_region.start == "political"]
-glue("tir_finding", Markdown(
-    f"At τ = {t_lo:g}, chains from political starts spend {pol_lo.fraction:.0%} [{pol_lo.ci_low:.0%}, "
-    f"{pol_lo.ci_high:.0%}] of their recorded time in the political region and chains from non-political starts "
-    f"{non_lo.fraction:.0%} [{non_lo.ci_low:.0%}, {non_lo.ci_high:.0%}] (difference {start_gap[0]:+.2f} "
-    f"[{start_gap[1]:+.2f}, {start_gap[2]:+.2f}]). From political starts the time in the region {tir_words}: "
-    + ", ".join(f"{r.fraction:.0%} at τ = {r.temperature:g}" for r in political_tir.itertuples())
-    + f". At τ = {t_hi:g}, chains from non-political starts spend {non_hi.fraction:.0%} [{non_hi.ci_low:.0%}, "
-    f"{non_hi.ci_high:.0%}] of their time in the region, against {fpr_hi.fraction:.0%} [{fpr_hi.ci_low:.0%}, "
-    f"{fpr_hi.ci_high:.0%}] of other-topic text with uniform random tokens at their rate (difference "
-    f"{edited_gap[0]:+.2f} [{edited_gap[1]:+.2f}, {edited_gap[2]:+.2f}]; an unmatched null, shown only). At τ = "
-    f"{t_lo:g}, chains from non-political starts spend {non_lo.fraction:.0%} of their time in the region against "
-    f"{cond_row['fraction']:.0%} [{cond_row['ci_low']:.0%}, {cond_row['ci_high']:.0%}] of other-topic text edited at "
-    f"their rate from the model's conditional (difference {drawn_gap[0]:+.2f} [{drawn_gap[1]:+.2f}, "
-    f"{drawn_gap[2]:+.2f}]: the attraction check). {memory_text}"), display=False)
-glue("escape_finding", Markdown(
-    "Of the political starts that begin in the region, "
-    + ", ".join(f"{r.escaped} of {r.chains} chains escaped at τ = {r.temperature:g}" for r in escape_times.itertuples())
-    + f" within {run['steps']} steps; escape {escape_words}."), display=False)
-
-# %%
-def memory_said(taus, rule_passes) -> str:
-    """What the rule alone says, when memory of the start keeps the check from deciding."""
-    return f" (the rule alone says {'pass' if rule_passes else 'fail'}; memory of the start confounds it)" \
-        if memory_confound(taus) else ""
-
-
+tir_words = report.page_words(trend_rows["time_in_region"], "falls as τ rises")
+escape_words = report.page_words(trend_rows["escaped"], "rises as τ rises")
+report.glue_md("tir_finding", report.tir_finding(time_in_region, t_lo, t_hi, start_gap, edited_gap, drawn_gap, fpr_hi,
+                                                 cond_row, tir_words, memory_text))
+report.glue_md("escape_finding", report.escape_finding(escape_times, run["steps"], escape_words))
+tir_trend, esc_trend = trend_rows["time_in_region"], trend_rows["escaped"]
+# at the τ compared where the chains remember their start, what would decide ('' where they forgot it at every one)
+held_lo, held_all = (report.memory_note(start_memory, [t for t in taus if memory_at.get(t, False)])
+                     for taus in ([t_lo], temps))
 run.conclude(
     claim="Political content is a measurable metastable basin: chains started in it stay there, longer at lower "
           "temperature, and chains from elsewhere are drawn into it.",
     paper="political content as a measurable case study of persistent semantic basins and long-lived traps "
           "(abstract); the captions state no number for it.",
-    key_numbers={
-        f"time in the region at τ = {t_lo:g}, political vs non-political starts":
-            f"{pol_lo.fraction:.0%} [{pol_lo.ci_low:.0%}, {pol_lo.ci_high:.0%}] vs "
-            f"{non_lo.fraction:.0%} [{non_lo.ci_low:.0%}, {non_lo.ci_high:.0%}]",
-        f"dynamic base rate at τ = {t_hi:g} vs static base rate of other topics":
-            f"{non_hi.fraction:.0%} [{non_hi.ci_low:.0%}, {non_hi.ci_high:.0%}] vs {o.fraction:.0%} [{o.ci_low:.0%}, {o.ci_high:.0%}]",
-        f"false-positive rate on other-topic text with {fpr_hi.rate:.0%} of its tokens replaced (the rate of "
-        f"τ = {t_hi:g}'s chains)": f"{fpr_hi.fraction:.0%} [{fpr_hi.ci_low:.0%}, {fpr_hi.ci_high:.0%}] of {int(fpr_hi.texts)}",
-        f"false-positive rate on other-topic text with {cond_row['changed']:.0%} of its sites edited from the model's "
-        f"conditional at τ = {t_lo:g} (the matched null of the attraction check)":
-            f"{cond_row['fraction']:.0%} [{cond_row['ci_low']:.0%}, {cond_row['ci_high']:.0%}] of {cond_row['texts']}",
-        f"dynamic base rate at τ = {t_hi:g} − uniform-token edited text (the former attraction check, unmatched)":
-            f"{edited_gap[0]:+.2f} [{edited_gap[1]:+.2f}, {edited_gap[2]:+.2f}]",
-        "time in the region from political starts, against τ": tir_words,
-        "escape from the region, against τ": escape_words,
-        "chains nearer their own start than the other starts (tokens) at τ":
-            ", ".join(f"{t:g}" for t in remembers) or "none",
-        "political score, held-out accuracy": "; ".join(
-            f"{r.subset} {r.accuracy:.0%} [{r.ci_low:.0%}, {r.ci_high:.0%}]" for r in accuracy.itertuples()),
-    },
+    key_numbers=report.key_numbers(time_in_region, base_rate, t_lo, t_hi, fpr_hi, cond_row, edited_gap, tir_words,
+                                   escape_words, remembers, accuracy),
     checks=[
         Check("at the lowest τ, political starts spend more time in the region than non-political ones",
               "difference in time in the region, political − non-political starts (95 % interval over starts)",
               "passes when the interval lies above 0; inconclusive while the chains remember their start",
-              f"{start_gap[0]:+.2f} [{start_gap[1]:+.2f}, {start_gap[2]:+.2f}]" + memory_said([t_lo], start_gap[1] > 0),
-              None if memory_confound([t_lo]) else bool(start_gap[1] > 0),
-              start_designs[f"{S} starts per type"],
-              to_decide=memory_confound([t_lo]) or smallest_decisive(start_designs)),
+              f"{start_gap[0]:+.2f} [{start_gap[1]:+.2f}, {start_gap[2]:+.2f}]"
+              + report.memory_said(held_lo, start_gap[1] > 0),
+              None if held_lo else bool(start_gap[1] > 0), start_designs[f"{S} starts per type"],
+              to_decide=held_lo or smallest_decisive(start_designs)),
         Check("time in the region from political starts falls as τ rises (Page's test blocked by start)",
               "Page's L, one-sided p-value", "passes when p < 0.05; inconclusive while the chains remember their start",
-              f"p = {trend_rows['time_in_region']['p_value']:.3g} over {trend_rows['time_in_region']['units']} starts"
-              + memory_said(temps, trend_rows["time_in_region"]["p_value"] < 0.05),
-              None if np.isnan(trend_rows["time_in_region"]["p_value"]) or memory_confound(temps)
-              else bool(trend_rows["time_in_region"]["p_value"] < 0.05),
-              trend_rows["time_in_region"]["calibration"],
-              to_decide=memory_confound(temps) or trend_rows["time_in_region"]["to_decide"]),
+              f"p = {tir_trend['p_value']:.3g} over {tir_trend['units']} starts"
+              + report.memory_said(held_all, tir_trend["p_value"] < 0.05),
+              None if np.isnan(tir_trend["p_value"]) or held_all else bool(tir_trend["p_value"] < 0.05),
+              tir_trend["calibration"], to_decide=held_all or tir_trend["to_decide"]),
         Check("escape from the region rises with τ (Page's test blocked by start)", "Page's L, one-sided p-value",
               "passes when p < 0.05; inconclusive while the chains remember their start",
-              f"p = {trend_rows['escaped']['p_value']:.3g} over {trend_rows['escaped']['units']} starts"
-              + memory_said(temps, trend_rows["escaped"]["p_value"] < 0.05),
-              None if np.isnan(trend_rows["escaped"]["p_value"]) or memory_confound(temps)
-              else bool(trend_rows["escaped"]["p_value"] < 0.05),
-              trend_rows["escaped"]["calibration"], to_decide=memory_confound(temps) or trend_rows["escaped"]["to_decide"]),
+              f"p = {esc_trend['p_value']:.3g} over {esc_trend['units']} starts"
+              + report.memory_said(held_all, esc_trend["p_value"] < 0.05),
+              None if np.isnan(esc_trend["p_value"]) or held_all else bool(esc_trend["p_value"] < 0.05),
+              esc_trend["calibration"], to_decide=held_all or esc_trend["to_decide"]),
         Check("at the lowest τ, chains from non-political starts spend more time in the region than the score calls "
               "political in other-topic text edited at their rate from the model's conditional (no dynamics)",
               "difference, dynamic base rate − false-positive rate on conditionally edited text (95 % interval over "
@@ -829,12 +575,7 @@ run.conclude(
               f"{drawn_gap[0]:+.2f} [{drawn_gap[1]:+.2f}, {drawn_gap[2]:+.2f}]", bool(drawn_gap[1] > 0),
               drawn_designs[f"{S} starts per type"], to_decide=smallest_decisive(drawn_designs)),
     ],
-    not_shown=("that the chains forgot their start: at every τ their last states are nearer their own start than "
-               "the others, so time in the region measures memory of the start as much as a basin"
-               if len(remembers) == len(temps) else
-               "that a chain which forgot its start's tokens forgot its topic: token distance is necessary, not "
-               "sufficient" + (f"; at τ = {', '.join(f'{t:g}' for t in remembers)} the chains still remember their "
-                               "start" if remembers else "")))
+    not_shown=report.not_shown(remembers, temps))
 
 # %%
 run.rules_history()  # "How these rules came to be", from notebooks/rules.json
