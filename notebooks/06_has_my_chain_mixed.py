@@ -102,12 +102,14 @@ from glauber_mlm.stats import bootstrap_ci, km_median, proportion_ci, slow_to_fa
 
 THRESHOLDS = (RHAT_MAX, 1.05)  # ArviZ's R̂ threshold (Vehtari et al. 2021) and a laxer one, for the sensitivity
 
-# cpu: sized to run in 3 minutes on one CPU thread (the MH pairs cost n rows per proposal that changes a token)
+# cpu: 2,400 steps, the run length at which the R̂ rule at 1.01 decides by its own calibration (152 draws per chain at
+# pll_every = 8; the build at 600 steps named it); about 10 minutes on a 2-core CPU (the MH pairs cost n rows per
+# proposal that changes a token)
 PROFILES = {
     "smoke": dict(model=None, device=None, seed=0, passages="embedded", length=4, temperatures=[0.25, 8.0], chains=4,
                   steps=40, pll_every=4, pairs=2, mh_chains=2, mh_pairs=2, mh_lengths=[4, 6]),
     "cpu":   dict(model=None, device=None, seed=0, passages="embedded", length=8, temperatures=[1.0, 1.5, 3.0],
-                  chains=8, steps=600, pll_every=8, pairs=8, mh_chains=4, mh_pairs=4, mh_lengths=[4, 8, 16]),
+                  chains=8, steps=2400, pll_every=8, pairs=8, mh_chains=4, mh_pairs=4, mh_lengths=[4, 8, 16]),
     "paper": dict(model="bert-base-uncased", device=None, seed=0, passages="ms_marco", length=16,
                   temperatures=[0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 4.0], chains=16, steps=10_000, pll_every=16, pairs=40,
                   mh_chains=16, mh_pairs=20, mh_lengths=[8, 16, 32]),
