@@ -187,7 +187,7 @@ show_plan(planned_work(run.params))
 # - the **pooled** estimate max_i Σ_j max_x α_ij(x), the headline lower bound on Dobrushin's sum. A maximum over the
 #   sampled contexts, it carries no interval (every bootstrap resample holds a subset of the contexts and can only
 #   fall below it): it is one-sided, the true sum lies at or above it. Whether more contexts would raise it is read
-#   off its **saturation curve**, the pooled estimate from k random contexts (mean and central 90 % over random
+#   off its **saturation curve**, the pooled estimate from k random contexts (mean and central band over random
 #   orderings, `stats.saturation_curve`) for k = 1 up to all: a curve still rising at the last context has not
 #   saturated (the table also gives the curve at half the contexts);
 # - the **mean over contexts** of each context's own max_i Σ_j α_ij (a typical context), a population quantity, with

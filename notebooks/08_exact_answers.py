@@ -274,7 +274,7 @@ glue("growth_finding", Markdown("; ".join(
 
 # %% [markdown]
 # **Notebook 02's growth rule on the real chain.** 02 decides its claim with a rule on coupling times: the one-sided
-# 97.5 % bootstrap bound of their local exponent over the three largest lengths lies below 1.5
+# bootstrap upper bound (`planted.GROWTH_LEVEL`) of their local exponent over the three largest lengths lies below 1.5
 # (`planted.grows_slower_than_n15`). Here it runs on the first passage's restricted chains at the three largest n,
 # `growth_runs` times at each τ of `growth_temperatures`, each run `growth_pairs` coupled pairs per n from fresh
 # uniform starts (`planted.coupling_samples`), and it is judged by its rate, as notebook 00 judges it on the Ising
