@@ -1,0 +1,222 @@
+"""A Sphinx extension (listed in _config.yml's `sphinx: extra_extensions`): a result page folds what a reader needs
+only to check the science, not to follow it, so that the page reads as claim, figure, reading. Set at build time,
+so that none of it costs a re-execution; every fold is a `<details>` element, one click away, in the page's HTML.
+
+Folded on a result page (book/notebooks/NN_*):
+
+- **long code**: a code cell whose source is longer than `CODE_LINES` lines shows "Show code cell source";
+- **long tables and print-outs**: a cell's output that is only tables and printed text, with more than `ROWS`
+  rows and lines in all, shows "Show code cell output" (an output that draws a figure is never folded);
+- **in the result box**: the table of key numbers when it has more than `ROWS` rows, and the paragraphs that say how
+  a verdict is decided and since when ("Rule:", "Rules:");
+- **each section's details**: in every numbered section after the result box, what lies between the section's
+  opening prose, its figures and each figure's reading (the paragraph "What Figure NN.k shows." and the one after
+  it) is folded, run by run, under a summary that counts it ("Show 2 code cells, 1 table and 3 paragraphs");
+- **the end matter**: the bodies of the sections "How these rules came to be" and "Downloads", under their headings.
+
+Open on every page: the claim, the result box's verdict and table of checks, what would decide an open check, each
+section's opening prose, every figure and its reading.
+"""
+from __future__ import annotations
+
+from docutils import nodes
+from myst_nb.sphinx_ import HideCodeCellNode
+from sphinx.transforms.post_transforms import SphinxPostTransform
+
+from .page_links import page_number
+
+CODE_LINES = 8  # a cell's source longer than this is folded
+ROWS = 8  # a table (or print-out) longer than this is folded
+END_SECTIONS = {"how-these-rules-came-to-be": "the history of this page's rules", "downloads": "the files"}
+BOX_RULE_PARAGRAPHS = ("Rule:", "Rules:")
+
+
+def _source_lines(cell: nodes.container) -> int:
+    source = cell.children[0]
+    return sum(block.astext().count("\n") + 1 for block in source.findall(nodes.literal_block))
+
+
+def _output_rows(output: nodes.Element) -> int | None:
+    """Rows and lines an output shows when it is only tables and printed text; None when it shows anything else."""
+    rows = 0
+    for node in output.findall(lambda n: isinstance(n, (nodes.raw, nodes.literal_block, nodes.image, nodes.table))):
+        if isinstance(node, nodes.image):
+            return None
+        if isinstance(node, nodes.raw):
+            html = node.astext()
+            if "<table" not in html:
+                return None
+            rows += html.count("<tr")
+        elif isinstance(node, nodes.table):
+            rows += len(list(node.findall(nodes.row)))
+        elif not any(isinstance(a, nodes.table) for a in _ancestors(node)):
+            rows += node.astext().count("\n") + 1
+    return rows
+
+
+def _ancestors(node: nodes.Node):
+    node = node.parent
+    while node is not None:
+        yield node
+        node = node.parent
+
+
+def fold_cell(cell: nodes.container) -> str | None:
+    """Set the myst-nb hide mode of a code cell whose source or (table / text) output is long; returns the mode set."""
+    if cell.get("hide_mode") == "all" or not cell.children:
+        return None
+    has_input = cell.children[0].get("nb_element") == "cell_code_source"
+    has_output = cell.children[-1].get("nb_element") == "cell_code_output"
+    mode = cell.get("hide_mode") or ""
+    fold_input = has_input and ("input" in mode or _source_lines(cell) > CODE_LINES)
+    rows = _output_rows(cell.children[-1]) if has_output and has_input else None
+    fold_output = "output" in mode or (rows is not None and rows > ROWS)
+    new = {(True, True): "input+output", (True, False): "input", (False, True): "output"}.get((fold_input, fold_output))
+    if new is None or new == mode:
+        return None
+    cell["hide_mode"] = new
+    cell.setdefault("prompt_show", "Show code cell {type}")
+    cell.setdefault("prompt_hide", "Hide code cell {type}")
+    return new
+
+
+def _fold(children: list[nodes.Node], show: str, hide: str) -> HideCodeCellNode:
+    """Replace `children` (siblings, in order) by one folded block that holds them."""
+    parent = children[0].parent
+    fold = HideCodeCellNode(prompt_show=show, prompt_hide=hide)
+    fold["classes"].append("page-fold")
+    parent.insert(parent.index(children[0]), fold)
+    for child in children:
+        parent.remove(child)
+        fold.append(child)
+    return fold
+
+
+def fold_result_box(box: nodes.admonition) -> int:
+    """Fold the box's long table of key numbers and its how-it-is-decided paragraphs; returns the folds made."""
+    folds = 0
+    tables = [t for t in box.children if isinstance(t, (nodes.table, nodes.container))
+              and next(t.findall(nodes.table), None) is not None]
+    if tables:
+        rows = len(list(next(tables[0].findall(nodes.tbody)).findall(nodes.row)))
+        if rows > ROWS:
+            _fold([tables[0]], f"Show the {rows} key numbers of this build", "Hide the key numbers")
+            folds += 1
+    rules = [p for p in box.children if isinstance(p, nodes.paragraph) and p.astext().startswith(BOX_RULE_PARAGRAPHS)]
+    if rules:
+        _fold(rules, "How the verdict is decided, and since when", "Hide the verdict rule")
+        folds += 1
+    return folds
+
+
+def fold_end_sections(doctree: nodes.Node) -> int:
+    """Fold the bodies of the page's end matter under their headings; returns the sections folded."""
+    folded = 0
+    # a section a cell displays (the rules history) is a rubric in the cell's output, its body the rubric's siblings
+    for heading in list(doctree.findall(lambda n: isinstance(n, (nodes.section, nodes.rubric)))):
+        what = next((w for ident, w in END_SECTIONS.items() if ident in heading["ids"]), None)
+        if isinstance(heading, nodes.section):
+            body = [c for c in heading.children if not isinstance(c, nodes.title)]
+        else:
+            body = heading.parent.children[heading.parent.index(heading) + 1:]
+        if what and body:
+            _fold(list(body), f"Show {what}", f"Hide {what}")
+            folded += 1
+    return folded
+
+
+READING = "What "  # a figure's reading opens with a bold "What Figure NN.k shows."
+
+
+def _draws(node: nodes.Node) -> bool:
+    """Whether a node shows a figure: a figure, an image, or a Plotly figure's HTML."""
+    if isinstance(node, (nodes.figure, nodes.image)):
+        return True
+    if isinstance(node, nodes.Element):
+        return any(isinstance(n, (nodes.figure, nodes.image)) or (isinstance(n, nodes.raw) and "Plotly.newPlot" in
+                   n.astext()) for n in node.findall(lambda n: isinstance(n, (nodes.figure, nodes.image, nodes.raw))))
+    return False
+
+
+def _prose(node: nodes.Node) -> bool:
+    return isinstance(node, (nodes.paragraph, nodes.bullet_list, nodes.enumerated_list, nodes.math_block,
+                             nodes.definition_list, nodes.block_quote))
+
+
+def _is_reading(node: nodes.Node) -> bool:
+    return (isinstance(node, nodes.paragraph) and bool(node.children) and isinstance(node[0], nodes.strong)
+            and node[0].astext().startswith(READING))
+
+
+def _holds_end_matter(node: nodes.Node) -> bool:
+    """Whether a node holds a section a cell displays at the page's end (the rules history), folded on its own."""
+    return isinstance(node, nodes.Element) and any(
+        ident in END_SECTIONS for rubric in node.findall(nodes.rubric) for ident in rubric["ids"])
+
+
+def _count(run: list[nodes.Node]) -> str:
+    """'2 code cells, 1 table and 3 paragraphs': what a folded run holds, in words."""
+    cells = sum(1 for n in run if isinstance(n, nodes.container) and n.get("nb_element") == "cell_code")
+    tables = sum(1 for n in run for _ in n.findall(nodes.table)) + sum(
+        n.astext().count("<table") for m in run for n in m.findall(nodes.raw))
+    text = sum(1 for n in run if _prose(n))
+    parts = [f"{k} {word}{'s' if k != 1 else ''}" for k, word in ((cells, "code cell"), (tables, "table"),
+                                                                   (text, "paragraph")) if k]
+    return " and ".join([", ".join(parts[:-1]), parts[-1]]) if len(parts) > 1 else (parts[0] if parts else "details")
+
+
+def fold_section_details(section: nodes.section) -> int:
+    """Fold, run by run, what lies between a section's opening prose, its figures and their readings; returns the
+    folds made. Subsections are folded the same way, each on its own."""
+    folds, run, opening, after_reading = 0, [], True, False
+    body = [c for c in section.children if not isinstance(c, nodes.title)]
+
+    def close() -> None:
+        nonlocal folds, run
+        if run:
+            _fold(run, f"Show {_count(run)}", "Hide them")
+            folds += 1
+        run = []
+
+    for child in body:
+        if isinstance(child, nodes.section):
+            close()
+            folds += fold_section_details(child)
+            continue
+        keep = ((opening and _prose(child)) or _draws(child) or _is_reading(child) or _holds_end_matter(child)
+                or (after_reading and isinstance(child, nodes.paragraph)))
+        opening = opening and _prose(child)
+        after_reading = _is_reading(child)
+        if keep:
+            close()
+        else:
+            run.append(child)
+    close()
+    return folds
+
+
+class FoldResultPages(SphinxPostTransform):
+    """Runs before myst-nb's `HideInputCells` (priority 199), which turns the hide modes set here into folds."""
+
+    default_priority = 198
+    formats = ("html",)
+
+    def run(self, **kwargs) -> None:
+        if page_number(self.env.docname) is None:
+            return
+        for cell in list(self.document.findall(nodes.container)):
+            if cell.get("nb_element") == "cell_code":
+                fold_cell(cell)
+        for box in list(self.document.findall(nodes.admonition)):
+            if any(i.startswith("result-") for i in box["ids"]):
+                fold_result_box(box)
+        fold_end_sections(self.document)
+        page = next(self.document.findall(nodes.section), None)
+        for section in [c for c in page.children if isinstance(c, nodes.section)] if page else []:
+            if not any(ident in section["ids"] for ident in END_SECTIONS):
+                fold_section_details(section)
+
+
+def setup(app) -> dict:
+    app.add_post_transform(FoldResultPages)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,0 +1,105 @@
+"""What a result page folds at build time (`glauber_mlm.book.page_fold`), on small doctrees shaped like myst-nb's, whose
+answers are known by construction: long code and long tables fold, figures and their readings never do."""
+from docutils import nodes
+from myst_nb.sphinx_ import HideCodeCellNode
+
+from glauber_mlm.book import page_fold
+
+
+def _cell(source_lines: int, output: nodes.Node | None = None) -> nodes.container:
+    cell = nodes.container(nb_element="cell_code")
+    source = nodes.container(nb_element="cell_code_source")
+    source += nodes.literal_block("", "\n".join(f"x{i} = {i}" for i in range(source_lines)))
+    cell += source
+    if output is not None:
+        out = nodes.container(nb_element="cell_code_output")
+        out += output
+        cell += out
+    return cell
+
+
+def _table_html(rows: int) -> nodes.raw:
+    body = "".join(f"<tr><td>{i}</td></tr>" for i in range(rows))
+    return nodes.raw("", f"<table><tr><th>k</th></tr>{body}</table>", format="html")
+
+
+def _folds(node: nodes.Node) -> list[HideCodeCellNode]:
+    return list(node.findall(HideCodeCellNode))
+
+
+def test_long_code_folds_its_source_and_short_code_stays_open():
+    assert page_fold.fold_cell(_cell(page_fold.CODE_LINES + 1)) == "input"
+    assert page_fold.fold_cell(_cell(page_fold.CODE_LINES)) is None
+
+
+def test_a_long_table_output_folds_but_an_output_that_draws_never_does():
+    long_table = _cell(2, _table_html(page_fold.ROWS + 1))
+    assert page_fold.fold_cell(long_table) == "output"
+    assert page_fold.fold_cell(_cell(2, _table_html(page_fold.ROWS - 2))) is None
+    drawing = nodes.container()
+    drawing += _table_html(50)
+    drawing += nodes.image(uri="figure.png")
+    assert page_fold.fold_cell(_cell(page_fold.CODE_LINES + 5, drawing)) == "input"
+    # a cell the notebook already hides keeps its mode and gains the fold of its long output
+    tagged = _cell(2, _table_html(page_fold.ROWS + 1))
+    tagged["hide_mode"] = "input"
+    assert page_fold.fold_cell(tagged) == "input+output"
+
+
+def _section(*children: nodes.Node, ident: str = "a-section") -> nodes.section:
+    section = nodes.section(ids=[ident])
+    section += nodes.title("", "A section")
+    for child in children:
+        section += child
+    return section
+
+
+def _para(text: str, bold: str | None = None) -> nodes.paragraph:
+    para = nodes.paragraph()
+    if bold:
+        para += nodes.strong(bold, bold)
+    para += nodes.Text(text)
+    return para
+
+
+def test_a_section_keeps_its_opening_prose_its_figures_and_their_readings_and_folds_the_rest():
+    opening, figure = _para("The claim of this section."), nodes.figure()
+    reading, after = _para(" it rises.", bold="What Figure 02.1 shows."), _para("So the law is n log n.")
+    code, table_cell, how_to = _cell(3), _cell(2, _table_html(3)), _para("How to read it: slowly.")
+    section = _section(opening, code, table_cell, how_to, figure, reading, after, _para("A caveat."))
+    assert page_fold.fold_section_details(section) == 2
+    shown = [c for c in section.children if not isinstance(c, (nodes.title, HideCodeCellNode))]
+    assert shown == [opening, figure, reading, after]
+    first, last = _folds(section)
+    assert first.children == [code, table_cell, how_to]
+    assert first["prompt_show"] == "Show 2 code cells, 1 table and 1 paragraph"
+    assert last["prompt_show"] == "Show 1 paragraph"
+
+
+def test_the_end_matter_folds_under_its_heading_and_the_result_box_folds_only_its_long_parts():
+    downloads = _section(_para("Everything this page computed."), nodes.bullet_list(), ident="downloads")
+    history_output = nodes.container(nb_element="cell_code_output")
+    history_output += nodes.rubric("", "How these rules came to be", ids=["how-these-rules-came-to-be"])
+    history_output += _para("This page's checks changed 3 times.")
+    page = nodes.section()
+    page += [downloads, history_output]
+    assert page_fold.fold_end_sections(page) == 2
+    assert isinstance(downloads[0], nodes.title) and isinstance(downloads[1], HideCodeCellNode)
+    assert isinstance(history_output[0], nodes.rubric) and isinstance(history_output[1], HideCodeCellNode)
+
+    def box(key_rows: int) -> nodes.admonition:
+        table = nodes.table()
+        tgroup = nodes.tgroup()
+        tbody = nodes.tbody()
+        tbody += [nodes.row() for _ in range(key_rows)]
+        tgroup += tbody
+        table += tgroup
+        admonition = nodes.admonition(ids=["result-02"])
+        admonition += [_para("Verdict: passes."), table, _para("Rule: a check passes …"),
+                       _para("Rules: in force since …")]
+        return admonition
+
+    long_box, short_box = box(page_fold.ROWS + 1), box(page_fold.ROWS)
+    assert page_fold.fold_result_box(long_box) == 2 and page_fold.fold_result_box(short_box) == 1
+    assert long_box[0].astext() == "Verdict: passes." and len(long_box.children) == 3
+    assert isinstance(short_box[1], nodes.table) and len(_folds(short_box)) == 1
