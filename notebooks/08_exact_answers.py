@@ -70,7 +70,6 @@ output_dir = None
 import numpy as np
 import pandas as pd
 import torch
-from IPython.display import Markdown
 from myst_nb import glue
 
 import glauber_mlm as gm
@@ -79,10 +78,11 @@ from glauber_mlm.models.passages import load_passages, sample_passages
 from glauber_mlm.pages import coupling_inequality
 from glauber_mlm.pages.checks import Check, calibrate
 from glauber_mlm.pages.planted.growth import GROWTH_LIMIT, coupling_samples, growth_rule_rates, judge_rates
-from glauber_mlm.pages.plots import legend_outside, log_axis_at, panels, show_table
+from glauber_mlm.pages.plots import show_table
+from glauber_mlm.pages.report import exact_answers as report
 from glauber_mlm.pages.run import Run
 from glauber_mlm.samplers.lag_coupling import lag_coupling, tv_bound
-from glauber_mlm.stats import fit_exponent_ci, law_exponent, law_function
+from glauber_mlm.stats import fit_exponent_ci, law_exponent
 
 PROFILES = {
     "smoke": dict(model=None, device=None, seed=0, passages="embedded", documents=4, length=8, candidates=2,
@@ -236,26 +236,9 @@ for tau, g in answers.groupby("temperature"):
     growth_rows.append(dict(temperature=tau, beta=fit["beta"], ci_low=fit["low"], ci_high=fit["high"],
                             nlogn_exponent=law_exponent("n log n", sizes)))
 growth = run.save_table(pd.DataFrame(growth_rows), "growth")
-fig, axes = panels(len(taus), height=3.0)
-mid = sizes[len(sizes) // 2]
-ns = np.array(sizes, dtype=float)
-for ax, tau in zip(axes, taus):
-    g = answers[answers.temperature == tau]
-    for pid, gp in g.groupby("passage"):
-        ax.plot(gp.n, gp.t_mix, "o-", color="0.75", lw=0.8, ms=3)
-    med = g.groupby("n").t_mix.median()
-    ax.plot(med.index, med.values, "ko-", label="median over passages")
-    for law, style in (("n log n", "C0--"), ("n^1.5", "C1:"), ("n^2", "C3-.")):
-        f = law_function(law)
-        ax.plot(ns, med[mid] * f(ns) / f(mid), style, label=law.replace("n^1.5", "n¹·⁵").replace("n^2", "n²"))
-    ax.set(xscale="log", yscale="log", xlabel="free sites n", ylabel=r"exact $t_\mathrm{mix}(1/4)$", title=f"τ = {tau:g}")
-    log_axis_at(ax, sizes)
-legend_outside(axes[-1], "below", ncol=2)
+fig, growth_finding = report.t_mix_growth(answers, growth, taus, sizes)
 run.save_figure(fig, "t_mix_growth")
-glue("growth_finding", Markdown("; ".join(
-    f"at τ = {r.temperature:g}, β = {r.beta:.2f} [{r.ci_low:.2f}, {r.ci_high:.2f}]" for r in growth.itertuples())
-    + f" (n log n's local exponent over n = {', '.join(map(str, sizes))} is {law_exponent('n log n', sizes):.2f})."),
-    display=False)
+glue("growth_finding", growth_finding, display=False)
 
 # %% [markdown]
 # :::{glue:figure} fig:t_mix_growth
@@ -345,19 +328,10 @@ summary = pd.DataFrame([dict(passage=passage_ids[p], temperature=tau, met=int(ce
                         for i, (p, tau) in enumerate((p, tau) for p in range(n_docs) for tau in taus)])
 run.save_table(summary, "coupling_check")
 print(f"coupling check: {'holds' if coupling_holds else 'fails'}; calibration {coupling_cal}")
-fig, axes = panels(len(taus), height=3.0)
-first = coupling_curves[coupling_curves.passage == passage_ids[0]]
-for ax, tau in zip(axes, taus):
-    g = first[first.temperature == tau]
-    ax.step(g.t, g.survival, where="post", label="coupling: share of pairs not met")
-    ax.plot(g.t, g.exact_tv, "k-", lw=1, label="exact TV between the two chains")
-    ax.set(xscale="symlog", xlabel="step t", ylabel="distance", title=f"τ = {tau:g}", ylim=(-0.02, 1.02))
-legend_outside(axes[-1], "below", ncol=1)
+fig, coupling_finding = report.coupling_inequality(coupling_curves, summary, taus, passage_ids[0], coupling_holds,
+                                                  slacks, coupling_cal)
 run.save_figure(fig, "coupling_inequality")
-glue("coupling_finding", Markdown(
-    f"The rule {'holds' if coupling_holds else 'fails'}: the smallest slack (survival + margin − exact TV) over "
-    f"{len(cells)} cells is {min(slacks):.3f}, and the largest amount by which the exact TV exceeds the raw survival is "
-    f"{summary.worst_gap.max():.3f}. Calibration at this design: {coupling_cal}."), display=False)
+glue("coupling_finding", coupling_finding, display=False)
 
 # %% [markdown]
 # :::{glue:figure} fig:coupling_inequality
@@ -420,29 +394,9 @@ print(f"L-lag rule: {lag_covers}; calibration {lag_cal}")
 # conditionals, so they are what the model's incompatibility costs, exactly.
 
 # %%
-fig, (left, right) = panels(2, height=3.2)
-below = answers[answers.total_influence < 1]
-left.scatter(below.dobrushin_bound, below.t_mix, c=np.log(below.temperature), cmap="viridis", s=14)
-span = np.array([1, max(below.dobrushin_bound.max(), answers.t_mix.max(), 2) if len(below) else 2])
-left.plot(span, span, "k:", lw=1, label="t_mix = bound")
-left.set(xscale="log", yscale="log", xlabel="Dobrushin bound n log(n/ε)/(1 − α)", ylabel=r"exact $t_\mathrm{mix}$",
-         title="where α < 1")
-big = answers[answers.n == max(sizes)].groupby("temperature")[["scan_tv", "pll_tv"]].median()
-right.plot(big.index, big.scan_tv, "o-", label="TV(random scan, systematic scan)")
-right.plot(big.index, big.pll_tv, "s-", label="TV(Glauber, MH–PLL target)")
-right.set(xscale="log", xlabel="temperature τ", ylabel="TV", title=f"n = {max(sizes)}")
-log_axis_at(right, taus)
-legend_outside(right, "below", ncol=1)
+fig, below, ratio, big, incompatibility_finding = report.theorems_and_incompatibility(answers, taus, sizes)
 run.save_figure(fig, "theorems_and_incompatibility")
-influence = answers.groupby("temperature").total_influence.median()
-ratio = (below.t_mix / below.dobrushin_bound)
-bound_text = (f"The exact total influence is below 1 in {len(below)} of {len(answers)} (passage, n, τ) cells; there the "
-              f"exact t_mix is at most {ratio.max():.2f} of the bound (median {ratio.median():.2f})" if len(below) else
-              "The exact total influence is at least 1 in every cell: the Dobrushin bound says nothing here")
-glue("incompatibility_finding", Markdown(
-    f"{bound_text}. At n = {max(sizes)} the scan-order footprint runs from {big.scan_tv.min():.3f} to "
-    f"{big.scan_tv.max():.3f} and the PLL target's distance from Glauber's law from {big.pll_tv.min():.3f} to "
-    f"{big.pll_tv.max():.3f} over τ = {', '.join(f'{t:g}' for t in big.index)}."), display=False)
+glue("incompatibility_finding", incompatibility_finding, display=False)
 
 # %% [markdown]
 # :::{glue:figure} fig:theorems_and_incompatibility
@@ -464,9 +418,9 @@ glue("incompatibility_finding", Markdown(
 largest = answers[answers.n == max(sizes)]
 run.conclude(
     claim="On the embedded model's own Glauber chain, restricted to its top two candidates at n free sites of real "
-          "passages and enumerated, the mixing time, influence and incompatibility are exact; the book's coupling "
-          "estimator bounds the exact distance from above, and notebook 02's growth rule reads the exact growth "
-          "right.",
+          "passages and enumerated, the mixing time, influence and incompatibility are exact, and the book's coupling "
+          "estimator bounds the exact distance from above; beside it, notebook 02's growth rule is read against the "
+          "exact growth.",
     key_numbers={
         f"exact t_mix({eps:g}) at n = {max(sizes)}, median over {n_docs} passages": "; ".join(
             f"τ = {t:g}: {v:g}" for t, v in tmix.loc[max(sizes)].items()),
@@ -506,7 +460,7 @@ run.conclude(
               "; ".join(f"τ = {r.temperature:g}: power {r.power:.3f} (lower bound {r.power_low:.3f}), size "
                         f"{r['size']:.3f} (upper bound {r.size_high:.3f})" for _, r in read.iterrows())
               or "no τ read: the exact exponent is at least 1.5 at every growth temperature",
-              growth_rule_holds, growth_rule_cal,
+              growth_rule_holds, growth_rule_cal, core=False,
               to_decide=f"larger n, not more runs: the rule reads an exponent against 1.5, and n log n's own local "
                         f"exponent over n = {', '.join(map(str, top))} is {law_exponent('n log n', top):.2f}, so even an "
                         "exact n log n chain passes it rarely here; enumeration stops at 4,096 states"),

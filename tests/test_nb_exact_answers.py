@@ -51,7 +51,7 @@ def test_coupling_curves_are_survivals_above_the_exact_distance(out):
         assert (np.diff(g.exact_tv) <= 1e-12).all() and (np.diff(g.survival) <= 0).all()
     summary = read_table(out, "coupling_check")
     checks = read_table(out, "checks")
-    assert len(checks) == 3 and checks.core.tolist() == [True, True, False]
+    assert len(checks) == 3 and checks.core.tolist() == [True, False, False]  # 02's growth rule is a side check
     assert checks.replicates.tolist() == [REPLICATES, GROWTH_RUNS, REPLICATES]
     assert checks.rule_says.iloc[0] == ("pass" if (summary.slack >= 0).all() else "fail")
     # the L-lag side check reads its own table with notebook 07's rule
