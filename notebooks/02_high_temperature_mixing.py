@@ -18,10 +18,10 @@
 # shows both regimes with coupled chains: two copies started from independent real passages of n tokens
 # update the same site with maximally coupled tokens, and the first step at which they agree, the coupling
 # time T, bounds the distance to stationarity, d(t) ≤ P(T > t) (equation {eq}`eq-coupling-bound` of the theory page). This notebook measures T on a grid of
-# temperatures τ and lengths n and draws the phase diagram (paper Fig 2). A separate scaling study then runs
+# temperatures τ and lengths n and draws the phase diagram (paper Fig. 2). A separate scaling study then runs
 # longer sequences at temperatures above the slow-to-fast boundary and asks which growth laws the coupling
 # times can and cannot tell apart: T ≈ C(τ) · n log n against n, $n^{1.5}$ and n², and a free exponent
-# T ≈ C · $n^\beta$ (paper Fig 3). The question it decides: do the coupling times grow more slowly than
+# T ≈ C · $n^\beta$ (paper Fig. 3). The question it decides: do the coupling times grow more slowly than
 # $n^{1.5}$, the nearest faster law, at the largest lengths? With several models (the cpu profile has two embedded ones), each gets its own
 # phase diagram, side by side; the scaling study runs on the first.
 
@@ -188,8 +188,8 @@ report.coupling_head(coupling)
 # ## The phase diagram
 #
 # The median coupling time per cell, counting censored pairs as +∞ (`censored_median`): it is finite when
-# more than half of the cell's pairs met within the budget. Black cells: no pair met at all; dark grey: some
-# met, but not half. The saved table (`phase_diagram.csv`) has one row per model and cell: its median coupling
+# more than half of the cell's pairs met within the budget. Light grey cells: no pair met at all; darker grey:
+# some met, but not half. The saved table (`phase_diagram.csv`) has one row per model and cell: its median coupling
 # step (`inf` when censored), the fraction of pairs that met, the number of chain pairs (pairs × seeds) and the
 # budget. Each model's slow-to-fast boundary is the lowest grid temperature from which every length couples
 # (`stats.slow_to_fast_boundary`).
@@ -216,12 +216,12 @@ glue("phase_finding", report.phase_finding(phase, boundaries, taus, run["budget"
 # :name: fig-02-phase-diagram
 # :alt: Heat map over temperature and length: slow censored cells at low temperature and long sequences, fast cells at high temperature.
 #
-# **The phase diagram of coupling times, one panel per model.** Each cell is one temperature and length: its median coupling step (colour and number; black: no pair met, dark grey: fewer than half met within the budget); each title gives the model's slow-to-fast boundary.
+# **The phase diagram of coupling times, one panel per model.** Each cell is one temperature and length: its median coupling time in steps (colour, on a log scale, and number; light grey: no pair met, darker grey: fewer than half met within the budget); each title gives the model's slow-to-fast boundary.
 # :::
 
 # %% [markdown]
-# The first model's diagram to explore: hover a cell for its median coupling step, the fraction of pairs that
-# met, the number of pairs and the budget (colour: log₁₀ of the median; blank cells had no finite median).
+# The first model's diagram to explore: hover a cell for its median coupling time, the fraction of pairs that
+# met and the budget (colour: the median on a log scale; grey cells have no finite median, as above).
 
 # %%
 report.interactive_heatmap(phase, mlm.name, run["budget"])
@@ -236,7 +236,7 @@ report.interactive_heatmap(phase, mlm.name, run["budget"])
 # How to read it. Each cell is one (τ, n): its median coupling step (colour and number) and the
 # fraction of pairs that met. Low temperature and long sequences sit in the slow corner, where starting
 # passages do not forget their differences within the budget; raising τ moves every length into the fast
-# regime. The paper (Fig 2, RoBERTa-base, MS MARCO, 10⁴-step budget) reports the slow-to-fast boundary near
+# regime. Paper Fig. 2 (RoBERTa-base, MS MARCO, 10⁴-step budget) reports the slow-to-fast boundary near
 # τ ≈ 1.5–2; where it sits for each model here is in the panel titles and the result box, and whether the
 # models share it is the "across models" reading (notebook 05 draws the temperature at which the estimated
 # Dobrushin influence crosses 1 on the first model's diagram).
@@ -343,7 +343,7 @@ report.verdicts_table(verdicts)
 # :name: fig-02-scaling
 # :alt: Two panels of coupling time against length at the scaling temperatures, with fitted growth laws and the n to the 1.5 law the check tests against.
 #
-# **Growth of the coupling time with length above the boundary.** Left: median coupling time over n log n against n, with bootstrap 95 % intervals, per scaling temperature (flat: the n log n law), and the $n^{1.5}$ law through the median at the middle of the three largest lengths (dash-dots). Right: the medians on log–log axes with the fitted laws n (dotted), n log n (solid), n² (dashed), the free power law (dash-dot), and n log n (dotted, fine) and $n^{1.5}$ (dash-dots) through that same median.
+# **Growth of the coupling time with length above the boundary.** Left: median coupling time over n log n against n, with bootstrap 95 % intervals, per scaling temperature (flat: the n log n law), and, through the median at the middle of the three largest lengths, n log n (dotted, fine) and the $n^{1.5}$ law the check tests against (heavier dash-dots). Right: the medians on log–log axes with the fitted laws n (dotted), n log n (solid), n² (dashed), the free power law (dash-dot), and n log n and $n^{1.5}$ through that same median.
 # :::
 
 # %% [markdown]
@@ -362,7 +362,7 @@ report.verdicts_table(verdicts)
 # are rejected and which pairs of laws the data can and cannot tell apart. Neighbouring laws whose local
 # exponents differ by less than the width of the β interval cannot be told apart at this number of pairs and
 # this range of lengths, whatever the point estimate; a wider range of n or more pairs narrows the interval.
-# The paper (Fig 3, BERT-base-uncased) reports T/(n log n) roughly constant in n at high temperature, with
+# Paper Fig. 3 (BERT-base-uncased) reports T/(n log n) roughly constant in n at high temperature, with
 # C(τ) decreasing as τ grows.
 
 # C(τ) is set beside the theorem's 1/δ(τ) in notebook 05, which measures the total influence (and runs

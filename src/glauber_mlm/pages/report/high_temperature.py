@@ -9,7 +9,11 @@ from IPython.display import Markdown
 
 from ..plots import MAX_WIDTH, interval_errorbar, legend_outside, log_axis_at, panels, show_table
 
+NONE_MET = "0.86"    # a phase-diagram cell where no pair met: light grey, far from the slowest colour of viridis_r
+SOME_MET = "0.62"    # … where some pairs met but not half (the median lies beyond the budget): a darker grey
 LAW_NAMES = {"n^1.5": "n¹·⁵", "n^2": "n²"}
+N15_STYLE = (0, (5, 1, 1, 1, 1, 1))  # n^1.5, the law the growth check tests against
+NLOGN_STYLE = (0, (1, 1))            # n log n through the same point
 
 
 # --- the (τ, n) grid and the phase diagram ------------------------------------------------------------------------
@@ -28,9 +32,10 @@ def _cell_label(T: float, met: float, budget: int) -> str:
 def phase_diagram(phase: pd.DataFrame, names: Sequence[str], taus: Sequence[float], ns: Sequence[int],
                   boundaries: Mapping[str, float], budget: int):
     """One heat map per model (one per row, each as wide as the column allows, so that every cell's label reads):
-    the median coupling step per (τ, n) on a log colour scale; black: no pair met, dark grey: fewer than half met."""
+    the median coupling step per (τ, n) on a log colour scale; grey cells have no finite median."""
     import matplotlib.pyplot as plt
     from matplotlib.colors import LogNorm
+    from matplotlib.patches import Patch
 
     finite_T = phase.median_time[np.isfinite(phase.median_time)]
     vmin = max(1.0, finite_T.min()) if len(finite_T) else 1.0
@@ -40,23 +45,25 @@ def phase_diagram(phase: pd.DataFrame, names: Sequence[str], taus: Sequence[floa
         cells = phase[phase.model == name]
         grid_T = cells.pivot(index="length", columns="temperature", values="median_time")
         grid_met = cells.pivot(index="length", columns="temperature", values="met_fraction")
-        ax.set_facecolor("black")
-        ax.grid(False)  # the style's grid would cross the black (censored) cells
+        ax.grid(False)  # the style's grid would cross the grey (censored) cells
         finite = np.isfinite(grid_T.to_numpy())
         mesh = ax.pcolormesh(np.arange(len(taus) + 1), np.arange(len(ns) + 1),
                              np.ma.masked_where(~finite, grid_T.to_numpy()), cmap="viridis_r",
                              norm=LogNorm(vmin=vmin, vmax=budget))
         for (r, c), T in np.ndenumerate(grid_T.to_numpy()):
             met_frac = grid_met.to_numpy()[r, c]
-            if not np.isfinite(T) and met_frac > 0:
-                ax.add_patch(plt.Rectangle((c, r), 1, 1, color="0.25"))
+            if not np.isfinite(T):
+                ax.add_patch(plt.Rectangle((c, r), 1, 1, color=NONE_MET if met_frac == 0 else SOME_MET))
             ax.text(c + 0.5, r + 0.5, _cell_label(T, met_frac, budget), ha="center", va="center", fontsize=9,
-                    color="white" if not np.isfinite(T) or T > np.sqrt(vmin * budget) else "black")
+                    color="white" if np.isfinite(T) and T > np.sqrt(vmin * budget) else "black")
         ax.set_xticks(np.arange(len(taus)) + 0.5, [f"{t:g}" for t in grid_T.columns])
         ax.set_yticks(np.arange(len(ns)) + 0.5, [str(n) for n in grid_T.index])
-        ax.set(xlabel=r"temperature $\tau$", ylabel=r"length $n$ (tokens)",
+        ax.set(xlabel=r"temperature $\tau$", ylabel=r"sequence length $n$ (tokens)",
                title=rf"{name}: slow-to-fast boundary $\tau = {boundaries[name]:g}$")
-    fig.colorbar(mesh, ax=model_axes, label=f"median coupling step\n(budget {budget})")
+    fig.colorbar(mesh, ax=model_axes, label=f"median coupling time\n(steps, log scale; budget {budget})")
+    fig.legend(handles=[Patch(color=NONE_MET, label="none met"),
+                        Patch(color=SOME_MET, label=f"fewer than half met (median > {budget})")],
+               loc="outside lower center", ncol=2, frameon=False, fontsize="small")
     return fig
 
 
@@ -79,13 +86,52 @@ def phase_finding(phase: pd.DataFrame, boundaries: Mapping[str, float], taus: Se
 
 
 def interactive_heatmap(phase: pd.DataFrame, name: str, budget: int):
-    """The first model's phase diagram to explore (Plotly): hover a cell for its median, the fraction met, the pairs
-    and the budget."""
-    from ..plots import interactive_heatmap
+    """The first model's phase diagram to explore (Plotly): the median coupling step on the static figure's log
+    colour scale, each cell labelled as there; grey cells have no finite median (light: none met; darker: fewer
+    than half met); hover a cell for its median, the share of pairs that met, the pairs and the budget."""
+    import plotly.graph_objects as go
 
-    return interactive_heatmap(phase[phase.model == name], "temperature", "length", "median_time",
-                               ["median_time", "met_fraction", "pairs", "budget"],
-                               f"median coupling step, {name}, budget {budget}", reverse_colour=True)
+    from ..plots import _shipped
+
+    cells = phase[phase.model == name].set_index(["length", "temperature"])
+    taus, ns = sorted(phase.temperature.unique()), sorted(phase.length.unique())
+    at = lambda col: np.array([[cells[col].get((n, t), np.nan) for t in taus] for n in ns], dtype=float)  # noqa: E731
+    T, met, pairs = at("median_time"), at("met_fraction"), at("pairs")
+    finite = np.isfinite(T)
+    vmin = max(1.0, T[finite].min()) if finite.any() else 1.0
+    labels = np.array([[_cell_label(T[r, c], met[r, c], budget).replace("\n", "<br>") for c in range(len(taus))]
+                       for r in range(len(ns))], dtype=object)
+    hover = np.array([[f"median coupling time: {T[r, c]:.0f} steps" if finite[r, c] else
+                       ("median coupling time: none met" if met[r, c] == 0 else
+                        f"median coupling time: beyond the budget of {budget} steps")
+                       for c in range(len(taus))] for r in range(len(ns))], dtype=object)
+    hover = np.array([[f"{hover[r, c]}<br>pairs met: {met[r, c]:.0%} of {pairs[r, c]:.0f}<br>budget: {budget} steps"
+                       for c in range(len(taus))] for r in range(len(ns))], dtype=object)
+    xs, ys = [f"{t:g}" for t in taus], [f"{n:g}" for n in ns]
+    common = dict(x=xs, y=ys, texttemplate="%{text}", customdata=hover, hoverongaps=False,
+                  hovertemplate="temperature τ %{x}<br>sequence length n %{y}<br>%{customdata}<extra></extra>")
+    ticks = [v for v in (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10_000, 20_000, 50_000)
+             if vmin <= v <= budget]
+    fig = go.Figure([
+        go.Heatmap(z=np.where(finite, np.log10(np.where(finite, T, 1.0)), np.nan), text=np.where(finite, labels, ""),
+                   colorscale="Viridis", reversescale=True, zmin=np.log10(vmin), zmax=np.log10(budget),
+                   colorbar=dict(title="median coupling time<br>(steps, log scale)",
+                                 tickvals=np.log10(ticks).tolist(), ticktext=[f"{v:g}" for v in ticks]), **common),
+        go.Heatmap(z=np.where(finite, np.nan, np.where(met == 0, 0.0, 1.0)), text=np.where(finite, "", labels),
+                   colorscale=[[0, "rgb(219,219,219)"], [1, "rgb(158,158,158)"]], zmin=0, zmax=1, showscale=False,
+                   textfont=dict(color="black"), **common),
+        *(go.Scatter(x=[None], y=[None], mode="markers", name=label, showlegend=True,
+                     marker=dict(symbol="square", size=14, color=colour))
+          for label, colour in (("none met", "rgb(219,219,219)"),
+                                (f"fewer than half met (median > {budget})", "rgb(158,158,158)"))),
+    ])
+    title = f"median coupling time, {name}, budget {budget} steps"
+    fig.update_layout(template="plotly_white", title=title, height=460, margin=dict(l=40, r=20, t=60, b=40),
+                      xaxis_title="temperature τ", yaxis_title="sequence length n (tokens)",
+                      legend=dict(orientation="h", yanchor="top", y=-0.18, xanchor="left", x=0))
+    return _shipped(fig, title, "Hover a cell for its median coupling time, the share of its pairs that met and the "
+                                "budget; grey cells have no finite median (light: none met; darker: fewer than half "
+                                "met); drag to zoom.")
 
 
 # --- the scaling study --------------------------------------------------------------------------------------------
@@ -209,25 +255,28 @@ def scaling_figure(scaling_times: pd.DataFrame, scaling: pd.DataFrame, exponent:
                          alpha=0.6, lw=1)
         axes[1].plot(grid_n, free.C * grid_n**free.beta, "-.", color=bars[0].get_color(), alpha=0.9, lw=1.5)
         # the two laws the check tells apart, drawn through the median at the middle of the rule's (three largest)
-        # lengths
+        # lengths; n^1.5, the law the check tests against, drawn heavier
         mid = len(n_) - 2
-        for law, style in (("n log n", (0, (1, 1))), ("n^1.5", (0, (5, 1, 1, 1, 1, 1)))):
+        for law, style, lw in (("n log n", NLOGN_STYLE, 1.2), ("n^1.5", N15_STYLE, 1.8)):
             through = med[mid] * law_function(law)(grid_n) / law_function(law)(n_[mid])
-            axes[0].plot(grid_n, through / (grid_n * np.log(grid_n)), ls=style, color=bars[0].get_color(), lw=1.2)
-            axes[1].plot(grid_n, through, ls=style, color=bars[0].get_color(), lw=1.2)
-    axes[0].set(xscale="log", xlabel=r"length $n$", ylabel=r"median $T \,/\, (n \log n)$",
+            axes[0].plot(grid_n, through / (grid_n * np.log(grid_n)), ls=style, color=bars[0].get_color(), lw=lw)
+            axes[1].plot(grid_n, through, ls=style, color=bars[0].get_color(), lw=lw)
+    axes[0].set(xscale="log", xlabel=r"sequence length $n$", ylabel=r"median $T \,/\, (n \log n)$",
                 title=r"flat lines: $T \propto n \log n$")
-    axes[1].set(xscale="log", yscale="log", xlabel=r"length $n$", ylabel=r"median coupling step $T$",
+    axes[1].set(xscale="log", yscale="log", xlabel=r"sequence length $n$", ylabel=r"median coupling step $T$",
                 title="fitted growth laws")
     for ax in axes:
         log_axis_at(ax, scaling_ns)
-    for law, style in ((r"$n$", ":"), (r"$n \log n$", "-"), (r"$n^2$", "--"), (r"$n^\beta$ (free)", "-."),
-                       (r"$n \log n$ through the middle of the largest three", (0, (1, 1))),
-                       (r"$n^{1.5}$ through the same point", (0, (5, 1, 1, 1, 1, 1)))):
-        axes[1].plot([], [], ls=style, color="0.4", label=law)
-    axes[0].plot([], [], ls=(0, (5, 1, 1, 1, 1, 1)), color="0.4", label=r"$n^{1.5}$ (the law the check tests against)")
+    n15 = "$n^{1.5}$ through the same point:\nthe law the check tests against"
+    for law, style, lw in ((r"$n$", ":", 1), (r"$n \log n$", "-", 1), (r"$n^2$", "--", 1),
+                           (r"$n^\beta$ (free)", "-.", 1.5),
+                           (r"$n \log n$ through the middle of the largest three", NLOGN_STYLE, 1.2),
+                           (n15, N15_STYLE, 1.8)):
+        axes[1].plot([], [], ls=style, color="0.4", lw=lw, label=law)
+    axes[0].plot([], [], ls=NLOGN_STYLE, color="0.4", lw=1.2, label=r"$n \log n$ through the middle of the largest three")
+    axes[0].plot([], [], ls=N15_STYLE, color="0.4", lw=1.8, label=n15)
     legend_outside(axes[0], "below", ncol=1)
-    legend_outside(axes[1], "below", ncol=2)
+    legend_outside(axes[1], "below", ncol=1)
     return fig
 
 
