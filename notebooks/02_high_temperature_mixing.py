@@ -55,7 +55,6 @@ output_dir = None
 #   scaling_budget: … coupling steps before a pair counts as censored
 
 # %%
-import numpy as np
 import pandas as pd
 import torch
 from myst_nb import glue
