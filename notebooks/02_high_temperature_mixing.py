@@ -18,10 +18,10 @@
 # shows both regimes with coupled chains: two copies started from independent real passages of n tokens
 # update the same site with maximally coupled tokens, and the first step at which they agree, the coupling
 # time T, bounds the distance to stationarity, d(t) ≤ P(T > t) (equation {eq}`eq-coupling-bound` of the theory page). This notebook measures T on a grid of
-# temperatures τ and lengths n and draws the phase diagram (paper Fig 2). A separate scaling study then runs
+# temperatures τ and lengths n and draws the phase diagram (paper Fig. 2). A separate scaling study then runs
 # longer sequences at temperatures above the slow-to-fast boundary and asks which growth laws the coupling
 # times can and cannot tell apart: T ≈ C(τ) · n log n against n, $n^{1.5}$ and n², and a free exponent
-# T ≈ C · $n^\beta$ (paper Fig 3). The question it decides: do the coupling times grow more slowly than
+# T ≈ C · $n^\beta$ (paper Fig. 3). The question it decides: do the coupling times grow more slowly than
 # $n^{1.5}$, the nearest faster law, at the largest lengths? With several models (the cpu profile has two embedded ones), each gets its own
 # phase diagram, side by side; the scaling study runs on the first.
 
@@ -55,12 +55,8 @@ output_dir = None
 #   scaling_budget: … coupling steps before a pair counts as censored
 
 # %%
-import matplotlib.pyplot as plt
-import numpy as np
 import pandas as pd
 import torch
-from IPython.display import Markdown
-from matplotlib.colors import LogNorm
 from myst_nb import glue
 
 import glauber_mlm as gm
@@ -69,10 +65,9 @@ from glauber_mlm.pages.run import Run
 from glauber_mlm.models.passages import load_passages, passage_pairs
 from glauber_mlm.pages.planted.growth import (GROWTH_LEVEL, GROWTH_LIMIT, growth_replant_calibration,
                                               grows_slower_than_n15)
-from glauber_mlm.pages.plots import interactive_heatmap, interval_errorbar, show_table
-from glauber_mlm.stats import (censored_median, censored_median_ci, fit_exponent_ci, fit_scaling_ci, judge_laws,
-                               law_exponent, law_function, local_exponent, ratio_trend, slow_to_fast_boundary,
-                               tell_apart)
+from glauber_mlm.pages.report import high_temperature as report
+from glauber_mlm.stats import (censored_median, fit_exponent_ci, fit_scaling_ci, judge_laws, law_exponent,
+                               local_exponent, ratio_trend, slow_to_fast_boundary, tell_apart)
 
 # cpu: sized so that the whole book (`make book FORCE=1`) fits in 30 minutes on 2 CPU cores without native bf16
 PROFILES = {
@@ -186,14 +181,14 @@ for k, model in enumerate(mlms):
                          budget=run["budget"])
                     for (tau, s, p), t, m in zip(grid, res.times.tolist(), res.met.tolist())]
 coupling = run.save_table(pd.DataFrame(records), "coupling_times")
-show_table(coupling.head().rename(columns={"temperature": "τ", "length": "n"}))
+report.coupling_head(coupling)
 
 # %% [markdown]
 # ## The phase diagram
 #
 # The median coupling time per cell, counting censored pairs as +∞ (`censored_median`): it is finite when
-# more than half of the cell's pairs met within the budget. Black cells: no pair met at all; dark grey: some
-# met, but not half. The saved table (`phase_diagram.csv`) has one row per model and cell: its median coupling
+# more than half of the cell's pairs met within the budget. Light grey cells: no pair met at all; darker grey:
+# some met, but not half. The saved table (`phase_diagram.csv`) has one row per model and cell: its median coupling
 # step (`inf` when censored), the fraction of pairs that met, the number of chain pairs (pairs × seeds) and the
 # budget. Each model's slow-to-fast boundary is the lowest grid temperature from which every length couples
 # (`stats.slow_to_fast_boundary`).
@@ -210,65 +205,25 @@ phase = run.save_table(phase[["model", "temperature", "length", "median_time", "
 boundaries = {m.name: slow_to_fast_boundary(*phase[phase.model == m.name].groupby("temperature").median_time.max()
                                             .reset_index().to_numpy().T) for m in mlms}
 
-finite_T = phase.median_time[np.isfinite(phase.median_time)]
-vmin = max(1.0, finite_T.min()) if len(finite_T) else 1.0
-from glauber_mlm.pages.plots import MAX_WIDTH, panels
-
-# one model per row, each as wide as the column allows, so that every cell's label reads on the page
-fig, model_axes = panels(len(mlms), width=min(MAX_WIDTH, 1.05 * len(taus) + 2.6), height=0.55 * len(ns) + 1.5,
-                         per_row=1)
-for ax, m in zip(model_axes, mlms):
-    cells = phase[phase.model == m.name]
-    grid_T = cells.pivot(index="length", columns="temperature", values="median_time")
-    grid_met = cells.pivot(index="length", columns="temperature", values="met_fraction")
-    ax.set_facecolor("black")
-    ax.grid(False)  # the style's grid would cross the black (censored) cells
-    finite = np.isfinite(grid_T.to_numpy())
-    mesh = ax.pcolormesh(np.arange(len(taus) + 1), np.arange(len(ns) + 1), np.ma.masked_where(~finite, grid_T.to_numpy()),
-                         cmap="viridis_r", norm=LogNorm(vmin=vmin, vmax=run["budget"]))
-    for (r, c), T in np.ndenumerate(grid_T.to_numpy()):
-        met_frac = grid_met.to_numpy()[r, c]
-        if not np.isfinite(T) and met_frac > 0:
-            ax.add_patch(plt.Rectangle((c, r), 1, 1, color="0.25"))
-        label = f"{T:.0f}" if np.isfinite(T) else ("none met" if met_frac == 0 else f"> {run['budget']}")
-        ax.text(c + 0.5, r + 0.5, f"{label}\n{met_frac:.0%} met", ha="center", va="center", fontsize=9,
-                color="white" if not np.isfinite(T) or T > np.sqrt(vmin * run["budget"]) else "black")
-    ax.set_xticks(np.arange(len(taus)) + 0.5, [f"{t:g}" for t in grid_T.columns])
-    ax.set_yticks(np.arange(len(ns)) + 0.5, [str(n) for n in grid_T.index])
-    ax.set(xlabel=r"temperature $\tau$", ylabel=r"length $n$ (tokens)",
-           title=rf"{m.name}: slow-to-fast boundary $\tau = {boundaries[m.name]:g}$")
-fig.colorbar(mesh, ax=model_axes, label=f"median coupling step\n(budget {run['budget']})")
+# %%
+fig = report.phase_diagram(phase, [m.name for m in mlms], taus, ns, boundaries, run["budget"])
 run.save_figure(fig, "phase_diagram")
-phase_rows = []
-for name, g in phase.groupby("model", sort=False):
-    b = boundaries[name]
-    phase_rows.append(f"{name}: {int(np.isfinite(g.median_time).sum())} of {len(g)} cells couple within the budget of "
-                      f"{run['budget']} steps (median finite), and "
-                      + (f"every length couples from τ = {b:g} on (the slow-to-fast boundary)" if np.isfinite(b)
-                         else f"even the highest grid temperature, τ = {max(taus):g}, does not couple every length"))
-if len(boundaries) > 1:
-    steps = {name: sorted(taus).index(b) if np.isfinite(b) else len(taus) for name, b in boundaries.items()}
-    spread = max(steps.values()) - min(steps.values())
-    phase_rows.append("the models share one boundary on this grid" if spread == 0 else
-                      f"the models' boundaries lie {spread} grid temperature{'s' * (spread > 1)} apart")
-glue("phase_finding", Markdown("; ".join(phase_rows) + "."), display=False)
+glue("phase_finding", report.phase_finding(phase, boundaries, taus, run["budget"]), display=False)
 
 # %% [markdown]
 # :::{glue:figure} fig:phase_diagram
 # :name: fig-02-phase-diagram
 # :alt: Heat map over temperature and length: slow censored cells at low temperature and long sequences, fast cells at high temperature.
 #
-# **The phase diagram of coupling times, one panel per model.** Each cell is one temperature and length: its median coupling step (colour and number; black: no pair met, dark grey: fewer than half met within the budget); each title gives the model's slow-to-fast boundary.
+# **The phase diagram of coupling times, one panel per model.** Each cell is one temperature and length: its median coupling time in steps (colour, on a log scale, and number; light grey: no pair met, darker grey: fewer than half met within the budget); each title gives the model's slow-to-fast boundary.
 # :::
 
 # %% [markdown]
-# The first model's diagram to explore: hover a cell for its median coupling step, the fraction of pairs that
-# met, the number of pairs and the budget (colour: log₁₀ of the median; blank cells had no finite median).
+# The first model's diagram to explore: hover a cell for its median coupling time, the fraction of pairs that
+# met and the budget (colour: the median on a log scale; grey cells have no finite median, as above).
 
 # %%
-interactive_heatmap(phase[phase.model == mlm.name], "temperature", "length", "median_time",
-                    ["median_time", "met_fraction", "pairs", "budget"],
-                    f"median coupling step, {mlm.name}, budget {run['budget']}", reverse_colour=True)
+report.interactive_heatmap(phase, mlm.name, run["budget"])
 
 # %% [markdown]
 # **What {numref}`fig-02-phase-diagram` shows.**
@@ -280,7 +235,7 @@ interactive_heatmap(phase[phase.model == mlm.name], "temperature", "length", "me
 # How to read it. Each cell is one (τ, n): its median coupling step (colour and number) and the
 # fraction of pairs that met. Low temperature and long sequences sit in the slow corner, where starting
 # passages do not forget their differences within the budget; raising τ moves every length into the fast
-# regime. The paper (Fig 2, RoBERTa-base, MS MARCO, 10⁴-step budget) reports the slow-to-fast boundary near
+# regime. Paper Fig. 2 (RoBERTa-base, MS MARCO, 10⁴-step budget) reports the slow-to-fast boundary near
 # τ ≈ 1.5–2; where it sits for each model here is in the panel titles and the result box, and whether the
 # models share it is the "across models" reading (notebook 05 draws the temperature at which the estimated
 # Dobrushin influence crosses 1 on the first model's diagram).
@@ -308,14 +263,9 @@ interactive_heatmap(phase[phase.model == mlm.name], "temperature", "length", "me
 # ```
 
 # %%
-boundary = boundaries[mlm.name]
-glue("scaling_design", Markdown(
-    f"This run: {mlm.name}, n = {', '.join(map(str, scaling_ns))} at τ = {', '.join(f'{t:g}' for t in scaling_taus)}, "
-    f"{run['scaling_pairs']} passage pairs per cell, a budget of {run['scaling_budget']} steps."), display=False)
-print(f"slow-to-fast boundary of {mlm.name} on the grid above (lowest τ from which every length couples): τ = {boundary:g}; "
-      f"scaling temperatures {', '.join(f'{t:g}' for t in scaling_taus)}"
-      + ("" if np.isfinite(boundary) and min(scaling_taus) > boundary
-         else " — not all above the boundary: read their fits as a regime near or inside the slow corner"))
+glue("scaling_design", report.scaling_design(mlm.name, scaling_ns, scaling_taus, run["scaling_pairs"],
+                                             run["scaling_budget"]), display=False)
+print(report.boundary_note(mlm.name, boundaries[mlm.name], scaling_taus))
 scaling_records, timing = [], []
 for n in scaling_ns:
     x0, y0, _ = scaling_starts[n]
@@ -331,12 +281,8 @@ for n in scaling_ns:
                              budget=run["scaling_budget"])
                         for k, (tau, t, m) in enumerate(zip(temps.tolist(), res.times.tolist(), res.met.tolist()))]
 scaling_times = run.save_table(pd.DataFrame(scaling_records), "scaling_times")
-for n, seconds, rows in timing:
-    print(f"n = {n}: {len(scaling_taus) * run['scaling_pairs']} pairs of chains, {rows} rows of forwards, {seconds:.0f} s")
-(scaling_times.groupby(["temperature", "length"])
- .apply(lambda g: pd.Series(dict(median_time=censored_median(g.time, g.met), met_fraction=g.met.mean())),
-        include_groups=False).reset_index()
- .rename(columns={"temperature": "τ", "length": "n", "median_time": "median T", "met_fraction": "met"}).pipe(show_table))
+print(report.timing_note(timing, len(scaling_taus) * run["scaling_pairs"]))
+report.scaling_medians(scaling_times)
 
 # %% [markdown]
 # ## Which laws can the coupling times tell apart?
@@ -382,99 +328,21 @@ scaling = run.save_table(pd.DataFrame(fit_rows, columns=["temperature", "law", "
 exponent = run.save_table(pd.DataFrame(exp_rows), "exponent_fit")
 verdicts = run.save_table(pd.DataFrame(judged_rows), "law_verdicts")
 apart = run.save_table(pd.DataFrame(pair_rows), "laws_told_apart")
-for row in exp_rows:
-    tau = row["temperature"]
-    if not np.isfinite(row["beta"]):
-        print(f"τ = {tau:g}: some length has half or more of its pairs censored: no finite exponent (raise the budget).")
-        continue
-    r2 = scaling[scaling.temperature == tau].set_index("law").r2
-    print(f"τ = {tau:g}: β = {row['beta']:.2f} [{row['ci_low']:.2f}, {row['ci_high']:.2f}] over n = {row['lengths']} "
-          f"({row['pairs']} pairs per length); local exponents: "
-          + ", ".join(f"{law} {law_exponent(law, scaling_ns):.2f}" for law in laws))
-    print(f"   T/(n log n): Kendall τ = {row['kendall']:+.2f}, p = {row['trend_p']:.3g}; slope of log ratio on log n "
-          f"{row['trend_slope']:+.2f} [{row['trend_low']:+.2f}, {row['trend_high']:+.2f}]; "
-          f"R² on log T: " + ", ".join(f"{law} {r2[law]:.3f}" for law in r2.index))
-    v = verdicts[verdicts.temperature == tau]
-    print("   rejected: " + (", ".join(v.law[v.rejected]) or "none")
-          + "; not rejected: " + (", ".join(v.law[~v.rejected]) or "none"))
-    a = apart[apart.temperature == tau]
-    for verdict in ("told apart", "cannot tell apart", "neither fits"):
-        which = [f"{r.first} / {r.second}" for r in a[a.verdict == verdict].itertuples()]
-        if which:
-            print(f"   {verdict}: " + "; ".join(which))
-scaling_finding = []
-for row in exp_rows:
-    tau, v = row["temperature"], verdicts[verdicts.temperature == row["temperature"]].set_index("law")
-    if not np.isfinite(row["beta"]):
-        scaling_finding.append(f"At τ = {tau:g} some length has half or more of its pairs censored: no finite exponent.")
-        continue
-    nl = v.loc["n log n"]
-    excluded = [law.replace("^2", "²").replace("^1.5", "¹·⁵") for law in v.index[v.rejected]]
-    scaling_finding.append(
-        f"At τ = {tau:g}, over all the lengths (n = {', '.join(map(str, scaling_ns))}) the free exponent is "
-        f"β = {row['beta']:.2f} [{row['ci_low']:.2f}, {row['ci_high']:.2f}] against n log n's local exponent "
-        f"{nl.exponent:.2f} over the same lengths; the β interval and the trend test (uncalibrated readings) exclude "
-        + (", ".join(excluded) if excluded else "none of the four laws") + ".")
-glue("scaling_finding", Markdown(" ".join(scaling_finding)
-                                 + " These describe the whole range; the check below decides, at the largest lengths, "
-                                   "whether growth is slower than $n^{1.5}$, the nearest faster law than n log n."),
-     display=False)
-LAW_NAMES = {"n^1.5": "n¹·⁵", "n^2": "n²"}
-show_table(exponent.drop(columns=["dropped_resamples", "trend_low", "trend_high"]).rename(columns={
-    "temperature": "τ", "beta": "β", "ci_low": "β: 95% low", "ci_high": "β: 95% high", "r2": "R² (free power)",
-    "trend_slope": "slope of log T/(n log n)", "kendall": "Kendall τ of T/(n log n)", "trend_p": "trend p"}))
+print(report.law_readings(exp_rows, scaling, verdicts, apart, laws, scaling_ns))
+glue("scaling_finding", report.scaling_finding(exp_rows, verdicts, scaling_ns), display=False)
+report.exponent_table(exponent)
 
 # %%
-from glauber_mlm.pages.plots import legend_outside, log_axis_at, panels
-
-fig, axes = panels(2, height=4.6)
-for tau in scaling_taus:
-    g = scaling_times[scaling_times.temperature == tau]
-    rows = [(n, *censored_median_ci(c.time, c.met, seed=run["seed"])) for n, c in g.groupby("length")]
-    n_, med, low, high = map(np.array, zip(*rows))
-    if not np.isfinite(med).all():
-        continue
-    nlogn = n_ * np.log(n_)
-    high = np.minimum(high, 11 * med)  # an infinite upper end (censored resamples) drawn as a long bar
-    interval_errorbar(axes[0], n_, med / nlogn, low / nlogn, high / nlogn, marker="o", capsize=3, label=rf"$\tau = {tau:g}$")
-    bars = interval_errorbar(axes[1], n_, med, low, high, marker="o", ls="none", capsize=3, label=rf"$\tau = {tau:g}$")
-    fits = scaling[scaling.temperature == tau].set_index("law")
-    free = exponent[exponent.temperature == tau].iloc[0]
-    grid_n = np.geomspace(n_.min(), n_.max(), 50)
-    for law, style in (("n", ":"), ("n log n", "-"), ("n^2", "--")):
-        axes[1].plot(grid_n, fits.loc[law, "C"] * law_function(law)(grid_n), style, color=bars[0].get_color(),
-                     alpha=0.6, lw=1)
-    axes[1].plot(grid_n, free.C * grid_n**free.beta, "-.", color=bars[0].get_color(), alpha=0.9, lw=1.5)
-    # the two laws the check tells apart, drawn through the median at the middle of the rule's (three largest) lengths
-    mid = len(n_) - 2
-    for law, style in (("n log n", (0, (1, 1))), ("n^1.5", (0, (5, 1, 1, 1, 1, 1)))):
-        through = med[mid] * law_function(law)(grid_n) / law_function(law)(n_[mid])
-        axes[0].plot(grid_n, through / (grid_n * np.log(grid_n)), ls=style, color=bars[0].get_color(), lw=1.2)
-        axes[1].plot(grid_n, through, ls=style, color=bars[0].get_color(), lw=1.2)
-axes[0].set(xscale="log", xlabel=r"length $n$", ylabel=r"median $T \,/\, (n \log n)$", title=r"flat lines: $T \propto n \log n$")
-axes[1].set(xscale="log", yscale="log", xlabel=r"length $n$", ylabel=r"median coupling step $T$", title="fitted growth laws")
-for ax in axes:
-    log_axis_at(ax, scaling_ns)
-for law, style in ((r"$n$", ":"), (r"$n \log n$", "-"), (r"$n^2$", "--"), (r"$n^\beta$ (free)", "-."),
-                   (r"$n \log n$ through the middle of the largest three", (0, (1, 1))),
-                   (r"$n^{1.5}$ through the same point", (0, (5, 1, 1, 1, 1, 1)))):
-    axes[1].plot([], [], ls=style, color="0.4", label=law)
-axes[0].plot([], [], ls=(0, (5, 1, 1, 1, 1, 1)), color="0.4", label=r"$n^{1.5}$ (the law the check tests against)")
-legend_outside(axes[0], "below", ncol=1)
-legend_outside(axes[1], "below", ncol=2)
+fig = report.scaling_figure(scaling_times, scaling, exponent, scaling_taus, scaling_ns, run["seed"])
 run.save_figure(fig, "scaling")
-show_table(verdicts.assign(law=verdicts.law.replace(LAW_NAMES),
-                           trend_p=[f"{v:.3g}" if np.isfinite(v) else "—" for v in verdicts.trend_p],
-                           rejected=verdicts.rejected.map({True: "rejected", False: "not rejected"}))
-           .rename(columns={"temperature": "τ", "exponent": "local exponent", "beta": "β", "low": "β: 95% low",
-                            "high": "β: 95% high", "trend_p": "trend p", "rejected": "β interval"}))
+report.verdicts_table(verdicts)
 
 # %% [markdown]
 # :::{glue:figure} fig:scaling
 # :name: fig-02-scaling
 # :alt: Two panels of coupling time against length at the scaling temperatures, with fitted growth laws and the n to the 1.5 law the check tests against.
 #
-# **Growth of the coupling time with length above the boundary.** Left: median coupling time over n log n against n, with bootstrap 95 % intervals, per scaling temperature (flat: the n log n law), and the $n^{1.5}$ law through the median at the middle of the three largest lengths (dash-dots). Right: the medians on log–log axes with the fitted laws n (dotted), n log n (solid), n² (dashed), the free power law (dash-dot), and n log n (dotted, fine) and $n^{1.5}$ (dash-dots) through that same median.
+# **Growth of the coupling time with length above the boundary.** Left: median coupling time over n log n against n, with bootstrap 95 % intervals, per scaling temperature (flat: the n log n law), and, through the median at the middle of the three largest lengths, n log n (dotted, fine) and the $n^{1.5}$ law the check tests against (heavier dash-dots). Right: the medians on log–log axes with the fitted laws n (dotted), n log n (solid), n² (dashed), the free power law (dash-dot), and n log n and $n^{1.5}$ through that same median.
 # :::
 
 # %% [markdown]
@@ -493,7 +361,7 @@ show_table(verdicts.assign(law=verdicts.law.replace(LAW_NAMES),
 # are rejected and which pairs of laws the data can and cannot tell apart. Neighbouring laws whose local
 # exponents differ by less than the width of the β interval cannot be told apart at this number of pairs and
 # this range of lengths, whatever the point estimate; a wider range of n or more pairs narrows the interval.
-# The paper (Fig 3, BERT-base-uncased) reports T/(n log n) roughly constant in n at high temperature, with
+# Paper Fig. 3 (BERT-base-uncased) reports T/(n log n) roughly constant in n at high temperature, with
 # C(τ) decreasing as τ grows.
 
 # C(τ) is set beside the theorem's 1/δ(τ) in notebook 05, which measures the total influence (and runs
@@ -551,17 +419,8 @@ run.save_table(pd.DataFrame([dict(temperature=tau, design=d, power=c.power, size
 calibrations = {tau: designs[f"{run['scaling_pairs']} pairs per length"] for tau, designs in designs_by_tau.items()}
 for tau, designs in designs_by_tau.items():
     print(f"τ = {tau:g}: " + "; ".join(f"{d}: {c}" for d, c in designs.items()))
-says = {True: "passes", False: "fails", None: "cannot be computed (too many censored pairs)"}
-glue("check_finding", Markdown(
-    "The rule " + "; ".join(
-        f"{says[r.passes]} at τ = {r.temperature:g}: over n = {r.lengths.replace('–', ', ')} the local exponent is "
-        f"{r.exponent:.2f} with one-sided 97.5 % upper bound {r.upper_one_sided:.2f} (the limit is {r.limit:g}; n log n's "
-        f"own local exponent there is {r.nlogn_exponent:.2f}), and its calibration on this run's times gives "
-        f"{calibrations[r.temperature]}"
-        for r in growth.itertuples()) + "."), display=False)
-show_table(growth.rename(columns={"temperature": "τ", "exponent": "local exponent",
-                                  "upper_one_sided": "one-sided 97.5% upper bound", "nlogn_exponent": "n log n's",
-                                  "censored_weight": "censored weight"}))
+glue("check_finding", report.check_finding(growth, calibrations), display=False)
+report.growth_table(growth)
 
 # %% [markdown]
 # ```{glue:md} check_finding
@@ -575,17 +434,7 @@ run.conclude(
     paper="on RoBERTa-base, a slow-to-fast boundary near τ ≈ 1.5–2 (Fig 2: pairs of MS MARCO passages under maximal "
           "coupling, median steps to coupling within a 10⁴-step budget); on BERT-base-uncased, evidence for C(τ) n "
           "log n mixing at high temperature (Fig 3).",
-    key_numbers={
-        **{f"{name}: phase-diagram cells with a finite median (coupled within the budget)":
-           f"{int(np.isfinite(g.median_time).sum())} of {len(g)} (budget {int(g.budget.iloc[0])} steps)"
-           for name, g in phase.groupby("model", sort=False)},
-        **{f"{name}: slow-to-fast boundary (lowest grid τ from which every length couples)": f"τ = {b:g}"
-           for name, b in boundaries.items()},
-        **{f"local exponent of T at τ = {r.temperature:g}, n = {r.lengths} (one-sided 97.5% upper bound)":
-           (f"{r.exponent:.2f} (≤ {r.upper_one_sided:.2f}); n log n's {r.nlogn_exponent:.2f}, n¹·⁵'s 1.5"
-            if np.isfinite(r.exponent) else "not computed: too many censored pairs")
-           for r in growth.itertuples()},
-    },
+    key_numbers=report.key_numbers(phase, boundaries, growth),
     checks=[Check(f"the coupling times grow more slowly than n¹·⁵, the nearest faster law than n log n, at the "
                   f"largest lengths at τ = {r.temperature:g} ({mlm.name}): the local exponent's one-sided 97.5% upper "
                   "bound lies below 1.5",

@@ -84,20 +84,18 @@ output_dir = None
 #   mh_lengths: lengths of the MH acceptance study (`length` among them): acceptance against τ and n
 
 # %%
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import torch
-from IPython.display import Markdown
 from myst_nb import glue
 
 import glauber_mlm as gm
 from glauber_mlm.pages.checks import Check, smallest_decisive
-from glauber_mlm.diagnostics import ESS_MIN, RHAT_MAX, paired_difference
+from glauber_mlm.diagnostics import RHAT_MAX, paired_difference
 from glauber_mlm.pages.run import Run
 from glauber_mlm.models.passages import load_passages, passage_pairs, sample_passages
 from glauber_mlm.pages.planted.mixing import ar1_phi_for_ess, paired_difference_calibration, rhat_agreement_calibration
-from glauber_mlm.pages.plots import interval_errorbar, show_table, temperature_axis
+from glauber_mlm.pages.report import mixing_diagnostics as report
 from glauber_mlm.stats import bootstrap_ci, km_median, proportion_ci, slow_to_fast_boundary
 
 THRESHOLDS = (RHAT_MAX, 1.05)  # ArviZ's R̂ threshold (Vehtari et al. 2021) and a laxer one, for the sensitivity
@@ -180,10 +178,8 @@ show_plan(planned_work(run.params))
 
 # %% tags=["hide-input"]
 # the design's values, for the prose ({glue:text}`steps` and so on): the page names values, not variables
-for key, value in dict(steps=budget, chains=C, length=n, pll_every=run["pll_every"], pairs=P, mh_chains=M,
-                       mh_pairs=Q).items():
-    glue(key, int(value), display=False)
-glue("mh_lengths", Markdown(", ".join(map(str, mh_lengths))), display=False)
+report.glue_design(mh_lengths, steps=budget, chains=C, length=n, pll_every=run["pll_every"], pairs=P, mh_chains=M,
+                   mh_pairs=Q)
 
 # %% [markdown]
 # ## 1. R̂ from dispersed starts
@@ -217,23 +213,10 @@ for k, tau in enumerate(taus):
         row = gm.convergence({name: values[own]}, discard=values.shape[1] // 2).iloc[0]
         rows.append(dict(temperature=tau, summary=name, **row.drop("stuck_chains")))
 rhat = run.save_table(pd.DataFrame(rows), "rhat")
-ESS = ["bulk ESS", "tail ESS"]  # effective sample sizes: whole numbers of draws
-show_table(rhat.drop(columns=["chains"]).rename(columns={  # every row has the page's chains
-    "draws": "draws per chain", "rhat": "R̂", "ess_bulk": ESS[0], "ess_tail": ESS[1], "mcse_mean": "MCSE of the mean",
-    "n_stuck": "stuck chains"})).format("{:.0f}", subset=ESS)
+report.rhat_table(rhat)
 
 # %%
-from glauber_mlm.pages.plots import legend_outside, panels
-
-fig, axes = panels(T, height=2.8, sharey=True)
-for ax, k in zip(axes, range(T)):
-    ax.plot(read_at, pll[:, k * C:(k + 1) * C], lw=1, alpha=0.8)
-    ax.axvspan(0, budget / 2, color="0.9", zorder=0)
-    ax.set(title=rf"$\tau = {taus[k]:g}$", xlabel="step")
-for ax in axes[::2]:
-    ax.set_ylabel(r"$\mathrm{PLL}(x)$ of the state")
-fig.suptitle(rf"{C} Glauber chains per temperature from different passages ($n = {n}$); grey: warm-up, "
-             r"not read by $\widehat{R}$", fontsize="medium")
+fig = report.pll_traces(read_at, pll, taus, C, n, budget)
 run.save_figure(fig, "pll_traces")
 
 # %% [markdown]
@@ -275,9 +258,7 @@ def coupling_summary(g: pd.DataFrame) -> pd.Series:
 
 glauber_cells = (pd.DataFrame(records).groupby("temperature").apply(coupling_summary, include_groups=False)
                  .reset_index())
-show_table(glauber_cells.rename(columns={
-    "p_late": "P(T > budget)", "p_late_low": "P low", "p_late_high": "P high", "median_time": "median T",
-    "median_low": "T low", "median_high": "T high"}))
+report.coupling_table(glauber_cells)
 
 # %% [markdown]
 # ## 3. Do the two views agree?
@@ -328,75 +309,13 @@ run.save_table(pd.DataFrame([dict(threshold=h, design=d, power=c.power, size=c.s
                "calibration")
 for h, ds in designs.items():
     print(f"threshold {h:g}: at this design {ds[f'{draws} draws per chain']}; {smallest_decisive(ds)}")
-shown = views[["temperature", "pll_rhat", "p_late", "median_time", "regime"]].rename(columns={
-    "pll_rhat": "R̂ of the PLL energy", "p_late": "P(T > budget)", "median_time": "median T"})
-for h in THRESHOLDS:  # yes / no rather than True / False; blank where the rule makes no claim (between)
-    shown[f"flagged at {h:g}"] = views[f"flagged_at_{h:g}"].map({True: "yes", False: "no"})
-    shown[f"agree at {h:g}"] = views[f"agree_at_{h:g}"].map({True: "yes", False: "no"}).fillna("")
-show_table(shown)
+report.views_table(views, THRESHOLDS)
 
 # %%
-RHAT_CEILING = 2.0  # larger (or infinite) R̂ is drawn at the ceiling, with a triangle: the thresholds stay apart
-from glauber_mlm.pages.plots import legend_outside, panels
-
-fig, (left, right) = panels(2, height=4.6)
-for name, g in rhat.groupby("summary", sort=False):
-    shown = g.rhat.clip(upper=RHAT_CEILING)
-    left.plot(g.temperature, shown, marker="o", label=name)
-    over = g.rhat > RHAT_CEILING
-    left.plot(g.temperature[over], shown[over], "^", ms=11, color="black")
-for h, style in zip(THRESHOLDS, ("--", ":")):
-    left.axhline(h, color="black", ls=style, lw=1, label=f"threshold {h:g}")
-left.set(ylabel=r"$\widehat{R}$ (second half of each chain)", xlabel=r"temperature $\tau$",
-         title=rf"$\widehat{{R}}$ over {C} chains from different passages")
-legend_outside(left, "below", ncol=1)
-censored = ~np.isfinite(views.median_time)
-estimate = np.where(censored, budget, views.median_time)
-interval_errorbar(right, views.temperature, estimate, np.minimum(views.median_low, estimate),
-                  np.where(censored, np.inf, views.median_high), marker="o", capsize=3, ls="none", color="C2")
-for row, y in zip(views.itertuples(), estimate):
-    right.annotate(f"P(T > budget) = {row.p_late:.0%}\n{row.regime}", (row.temperature, y), fontsize=8,
-                   textcoords="offset points", xytext=(6, -18))
-right.axhline(budget, color="black", ls="--", lw=1, label="budget (arrow: median beyond it)")
-right.axhline(budget / 2, color="black", ls=":", lw=1, label="half the budget (fast: every pair met before)")
-right.set(yscale="log", ylabel="median coupling step\n(Kaplan–Meier)", xlabel=r"temperature $\tau$",
-          title=f"coupled Glauber, {P} pairs per temperature")
-legend_outside(right, "below", ncol=1)
-for ax in (left, right):
-    temperature_axis(ax, taus)
+fig = report.rhat_and_coupling(rhat, views, THRESHOLDS, taus, C, P, budget)
 run.save_figure(fig, "rhat_and_coupling")
-
-rows = []
-for _, r in views.iterrows():
-    say = "; ".join(f"at {h:g}: {'flagged' if r[f'flagged_at_{h:g}'] else 'clear'}" for h in THRESHOLDS)
-    rows.append(f"- τ = {r.temperature:g}: R̂ of the PLL energy {r.pll_rhat:.3f} ({say}); P(T > budget) = "
-                f"{r.p_late:.0%} [{r.p_late_low:.0%}, {r.p_late_high:.0%}], regime **{r.regime}**.")
-for name, g in rhat.groupby("summary", sort=False):
-    rows.append(f"- bulk ESS of the {name} over the {C} chains: "
-                + ", ".join(f"{r.ess_bulk:.0f} at τ = {r.temperature:g}" for r in g.itertuples()) + ".")
-low_ess = [float(t) for t in pll_rhat[pll_rhat.ess_bulk < ESS_MIN].temperature]
-ess_text = (f"ArviZ asks for a bulk ESS of at least {ESS_MIN} before trusting R̂ < {RHAT_MAX:g}; the PLL energy's is "
-            + (f"below it at τ = {', '.join(f'{t:g}' for t in low_ess)}, so there the comparison at {RHAT_MAX:g} is "
-               "inconclusive whatever R̂ reads" if low_ess else "above it at every τ"))
-rows.append(f"- {ess_text}.")
-rows.append("- the two views agree (the rule above): " + "; ".join(
-    f"at {h:g}: {'cannot be judged on this grid' if a is None else ('yes' if a else '**no**')}"
-    for h, a in agreement.items()) + ".")
-glue("views_readings", Markdown("\n".join(rows)), display=False)
-
-
-def agreement_words(h: float) -> str:
-    """What the rule at threshold h found on this run, and whether its calibration lets it decide."""
-    a, cal = agreement[h], designs[h][f"{draws} draws per chain"]
-    found = ("cannot be judged on this grid" if a is None else "agree" if a else "disagree")
-    return (f"at threshold {h:g} R̂ and coupling {found}"
-            + ("" if cal.decisive else f" (a reading, not a decision: power {cal.power:.2f}, size {cal.size:.2f} at "
-                                        f"{draws} draws per chain)"))
-
-
-views_finding = "; ".join(agreement_words(h) for h in THRESHOLDS)
-glue("views_finding", Markdown(views_finding[0].upper() + views_finding[1:] + f". {ess_text}."),
-     display=False)
+glue("views_readings", report.views_readings(views, rhat, pll_rhat, THRESHOLDS, agreement, C), display=False)
+glue("views_finding", report.views_finding(agreement, designs, draws, pll_rhat), display=False)
 
 # %% [markdown]
 # :::{glue:figure} fig:rhat_and_coupling
@@ -462,7 +381,6 @@ for L in mh_lengths:  # length n: the first M Glauber starts; other lengths: M p
                         for c, (a, t) in enumerate(zip(accepted[own].tolist(), tested[own].tolist()))]
 mh = mh_runs[n]
 acceptance = run.save_table(pd.DataFrame(rows), "mh_acceptance")
-at_n = acceptance[acceptance.length == n].reset_index(drop=True)
 
 mh_pair_taus = torch.tensor(taus).repeat_interleave(Q)
 mh_pairs_run = gm.mh_coupling_times(mlm, x0[:Q].repeat(T, 1), y0[:Q].repeat(T, 1), budget,
@@ -483,56 +401,16 @@ cost = run.save_table(pd.DataFrame([
          chain_steps=2 * int(mh_pairs_run.times.sum())),
     dict(sampler="MH (PLL target)", run="chains", forward_rows=mh.forward_rows, chain_steps=T * M * budget),
 ]).assign(rows_per_chain_step=lambda d: d.forward_rows / d.chain_steps), "forward_rows")
-show_table(acceptance)
+report.acceptance_table(acceptance)
 
 # %%
-side = cells.pivot(index="temperature", columns="sampler", values=["p_late", "median_time"])
-side.columns = [f"{'P(T > budget)' if v == 'p_late' else 'median T'}, {sampler}" for v, sampler in side.columns]
-show_table(side.reset_index())
+report.side_by_side(cells)
 
 # %%
-from glauber_mlm.pages.plots import legend_outside, panels
-
-fig, axes = panels(3, height=4.0)
-for (L, g), shift in zip(acceptance.groupby("length"), np.linspace(0.96, 1.04, len(mh_lengths))):
-    interval_errorbar(axes[0], g.temperature * shift, g.acceptance, g.acceptance_low, g.acceptance_high, marker="o",
-                      capsize=3, label=rf"accepted, of the proposals tested ($n = {L}$)")
-axes[0].plot(at_n.temperature, at_n.changing_share, "s--", color="grey",
-             label=rf"proposals that change a token ($n = {n}$)")
-axes[0].set(ylim=(0, 1.02), ylabel="share", title=rf"MH with PLL target, {M} chains per $\tau$ and $n$")
-for (sampler, g), shift in zip(cells.groupby("sampler"), (0.97, 1.03)):
-    x = g.temperature * shift  # side by side on the log axis
-    interval_errorbar(axes[1], x, g.p_late, g.p_late_low, g.p_late_high, marker="o", capsize=3, ls="none",
-                      label=f"{sampler} ({g.pairs.iloc[0]} pairs)")
-    censored = ~np.isfinite(g.median_time)
-    estimate = np.where(censored, budget, g.median_time)
-    interval_errorbar(axes[2], x, estimate, np.minimum(g.median_low, estimate),
-                      np.where(censored, np.inf, g.median_high), marker="o", capsize=3, ls="none", label=sampler)
-axes[1].set(ylim=(-0.02, 1.02), ylabel=r"$P(T > \mathrm{budget})$", title="pairs not met within the budget")
-axes[2].axhline(budget, color="black", ls="--", lw=1, label="budget (arrow: median beyond it)")
-axes[2].set(yscale="log", ylabel="median coupling step\n(Kaplan–Meier)", title="coupling time")
-for ax in axes:
-    temperature_axis(ax, taus)
-    ax.set_xlabel(r"temperature $\tau$")
-    legend_outside(ax, "below", ncol=1)
+fig = report.glauber_vs_mh(acceptance, cells, mh_lengths, taus, n, M, budget)
 run.save_figure(fig, "glauber_vs_mh")
-
-by_sampler = cost.set_index(["sampler", "run"]).rows_per_chain_step
-glue("mh_readings", Markdown("\n".join([
-    *(f"- τ = {r.temperature:g}: {r.changing_share:.0%} of the MH proposals change a token, and the test accepts "
-      f"{r.acceptance:.0%} [{r.acceptance_low:.0%}, {r.acceptance_high:.0%}] of those; "
-      f"{r.rows_per_step:.1f} forward rows per step (n = {n})." for r in at_n.itertuples()),
-    *(f"- τ = {tau:g}, against n: the test accepts "
-      + ", ".join(f"{r.acceptance:.0%} [{r.acceptance_low:.0%}, {r.acceptance_high:.0%}] at n = {r.length}"
-                  for r in g.itertuples()) + "."
-      for tau, g in acceptance.groupby("temperature")),
-    "- slow-to-fast boundary of the coupling times (lowest τ from which every median is within the budget): "
-    + "; ".join(f"{s} {b:g}" if np.isfinite(b) else f"{s}: none on this grid" for s, b in boundary.items()) + ".",
-    f"- forward rows per chain-step of the coupled pairs: Glauber {by_sampler['Glauber', 'coupled pairs']:.2f}, "
-    f"MH {by_sampler['MH (PLL target)', 'coupled pairs']:.2f}.",
-])), display=False)
-show_table(cost.rename(columns={"forward_rows": "forward rows", "chain_steps": "chain-steps",
-                                 "rows_per_chain_step": "rows per chain-step"}))
+glue("mh_readings", report.mh_readings(acceptance, n, boundary, cost), display=False)
+report.cost_table(cost)
 
 # %% [markdown]
 # :::{glue:figure} fig:glauber_vs_mh
@@ -584,33 +462,14 @@ accept_cal = accept_designs[f"{accept_rise['units']} chains"]
 print(f"acceptance at τ = {taus[-1]:g} minus at τ = {taus[0]:g}, paired over {accept_rise['units']} (length, start) "
       f"chains: {accept_rise['difference']:+.3f} [{accept_rise['ci_low']:+.3f}, {accept_rise['ci_high']:+.3f}]; "
       f"the rule at this design: {accept_cal}")
-glue("mh_finding", Markdown(
-    f"MH's test accepts {paired[taus[-1]].mean():.0%} of the token-changing proposals at τ = {taus[-1]:g} and "
-    f"{paired[taus[0]].mean():.0%} at τ = {taus[0]:g} (means over {accept_rise['units']} chains at lengths "
-    f"{', '.join(map(str, mh_lengths))}); chain by chain the rise is {accept_rise['difference']:+.2f} "
-    f"[{accept_rise['ci_low']:+.2f}, {accept_rise['ci_high']:+.2f}]."), display=False)
+glue("mh_finding", report.mh_finding(paired, taus, accept_rise, mh_lengths), display=False)
 
 # %%
-lowest, highest = at_n.iloc[0], at_n.iloc[-1]
 run.conclude(
     claim="(The book's own question.) R̂ over chains from dispersed starts and coupling times agree on whether a "
           "Glauber chain on an MLM has mixed; an MH correction towards π ∝ exp(PLL/τ) rejects fewer proposals "
           "as τ grows, at a cost of n forward rows per proposal that changes a token.",
-    key_numbers={
-        **{f"τ = {r.temperature:g}: R̂ of the PLL energy; P(T > budget) (Wilson); regime":
-           f"{r.pll_rhat:.3f}; {r.p_late:.0%} [{r.p_late_low:.0%}, {r.p_late_high:.0%}]; {r.regime}"
-           for r in views.itertuples()},
-        "budget (steps per chain and coupling budget), length n": f"{budget}, {n}",
-        **{f"MH acceptance among token-changing proposals at τ = {r.temperature:g} (bootstrap over chains)":
-           f"{r.acceptance:.0%} [{r.acceptance_low:.0%}, {r.acceptance_high:.0%}]" for r in (lowest, highest)},
-        f"MH acceptance at τ = {highest.temperature:g} against n = {', '.join(map(str, mh_lengths))}":
-            ", ".join(f"{r.acceptance:.0%}" for r in acceptance[acceptance.temperature == highest.temperature]
-                      .itertuples()),
-        "slow-to-fast boundary of the coupling times, Glauber / MH":
-            " / ".join(f"{b:g}" if np.isfinite(b) else "none on the grid" for b in boundary.values()),
-        "forward rows per chain-step of the coupled pairs, Glauber / MH":
-            f"{by_sampler['Glauber', 'coupled pairs']:.2f} / {by_sampler['MH (PLL target)', 'coupled pairs']:.2f}",
-    },
+    key_numbers=report.key_numbers(views, budget, n, acceptance, mh_lengths, boundary, cost),
     checks=[
         *[Check(f"R̂ and coupling agree at threshold {h:g}: R̂ ≥ {h:g} at every slow τ and < {h:g} at every fast τ",
                 "R̂ of the PLL energy per τ against the coupling regime",
