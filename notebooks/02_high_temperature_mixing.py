@@ -431,9 +431,9 @@ report.growth_table(growth)
 run.conclude(
     claim="With small cross-token influence (high temperature) coupled chains meet in O(n log n) steps; at low "
           "temperature mixing is slow (paper Figs 2–3).",
-    paper="on RoBERTa-base, a slow-to-fast boundary near τ ≈ 1.5–2 (Fig 2: pairs of MS MARCO passages under maximal "
+    paper="on RoBERTa-base, a slow-to-fast boundary near τ ≈ 1.5–2 (paper Fig. 2: pairs of MS MARCO passages under maximal "
           "coupling, median steps to coupling within a 10⁴-step budget); on BERT-base-uncased, evidence for C(τ) n "
-          "log n mixing at high temperature (Fig 3).",
+          "log n mixing at high temperature (paper Fig. 3).",
     key_numbers=report.key_numbers(phase, boundaries, growth),
     checks=[Check(f"the coupling times grow more slowly than n¹·⁵, the nearest faster law than n log n, at the "
                   f"largest lengths at τ = {r.temperature:g} ({mlm.name}): the local exponent's one-sided 97.5% upper "

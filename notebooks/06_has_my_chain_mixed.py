@@ -90,7 +90,7 @@ import torch
 from myst_nb import glue
 
 import glauber_mlm as gm
-from glauber_mlm.pages.checks import Check, smallest_decisive
+from glauber_mlm.pages.checks import Check, deciding_design, smallest_decisive
 from glauber_mlm.diagnostics import RHAT_MAX, paired_difference
 from glauber_mlm.pages.run import Run
 from glauber_mlm.models.passages import load_passages, passage_pairs, sample_passages
@@ -100,14 +100,14 @@ from glauber_mlm.stats import bootstrap_ci, km_median, proportion_ci, slow_to_fa
 
 THRESHOLDS = (RHAT_MAX, 1.05)  # ArviZ's R̂ threshold (Vehtari et al. 2021) and a laxer one, for the sensitivity
 
-# cpu: 2,400 steps, the run length at which the R̂ rule at 1.01 decides by its own calibration (152 draws per chain at
-# pll_every = 8; the build at 600 steps named it); about 10 minutes on a 2-core CPU (the MH pairs cost n rows per
-# proposal that changes a token)
+# cpu: 4,800 steps, the run length at which the R̂ rule at 1.01 decides by its own calibration (302 draws per chain at
+# pll_every = 8; the build at 2,400 steps named it, as the build at 600 steps had named 2,400); about 15 minutes on a
+# 2-core CPU (the MH pairs cost n rows per proposal that changes a token)
 PROFILES = {
     "smoke": dict(model=None, device=None, seed=0, passages="embedded", length=4, temperatures=[0.25, 8.0], chains=4,
                   steps=40, pll_every=4, pairs=2, mh_chains=2, mh_pairs=2, mh_lengths=[4, 6]),
     "cpu":   dict(model=None, device=None, seed=0, passages="embedded", length=8, temperatures=[1.0, 1.5, 3.0],
-                  chains=8, steps=2400, pll_every=8, pairs=8, mh_chains=4, mh_pairs=4, mh_lengths=[4, 8, 16]),
+                  chains=8, steps=4800, pll_every=8, pairs=8, mh_chains=4, mh_pairs=4, mh_lengths=[4, 8, 16]),
     "paper": dict(model="bert-base-uncased", device=None, seed=0, passages="ms_marco", length=16,
                   temperatures=[0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 4.0], chains=16, steps=10_000, pll_every=16, pairs=40,
                   mh_chains=16, mh_pairs=20, mh_lengths=[8, 16, 32]),
@@ -297,11 +297,12 @@ draws = int(pll_rhat.draws.iloc[0])
 phi = ar1_phi_for_ess(fast_ess.min() if len(fast_ess) else pll_rhat.ess_bulk.min(), C, draws)
 # the page's own design: as many slow and fast cells as the coupling regimes name (at least one of each)
 n_slow, n_fast = max(1, int((views.regime == "slow").sum())), max(1, int((views.regime == "fast").sum()))
-designs = {h: {} for h in THRESHOLDS}
+designs, design_steps = {h: {} for h in THRESHOLDS}, {}
 for h in THRESHOLDS:  # this design, then 2, 4 and 8 times the draws until one decides either way
     for k in (1, 2, 4, 8):
         cal_k = rhat_agreement_calibration(C, k * draws, phi, h, fast_cells=n_fast, slow_cells=n_slow, seed=run["seed"])
         designs[h][f"{k * draws} draws per chain"] = cal_k
+        design_steps[f"{k * draws} draws per chain"] = {"steps": k * budget}  # draws per chain grow with the steps
         if cal_k.decisive:
             break
 run.save_table(pd.DataFrame([dict(threshold=h, design=d, power=c.power, size=c.size, replicates=c.replicates,
@@ -475,7 +476,8 @@ run.conclude(
                 "R̂ of the PLL energy per τ against the coupling regime",
                 f"passes when R̂ ≥ {h:g} exactly where coupling is slow",
                 ", ".join(f"τ = {r.temperature:g}: {r.pll_rhat:.3f}" for r in views.itertuples()), agreement[h],
-                designs[h][f"{draws} draws per chain"], to_decide=smallest_decisive(designs[h]))
+                designs[h][f"{draws} draws per chain"], to_decide=smallest_decisive(designs[h]),
+                decide_with=deciding_design(designs[h], design_steps))
           for h in THRESHOLDS],
         Check("MH's acceptance rate among token-changing proposals is higher at the highest τ than at the lowest",
               "MH acceptance, highest − lowest τ, paired by (length, start) chain (95 % t interval)",

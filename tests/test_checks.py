@@ -6,7 +6,8 @@ import math
 import pytest
 from scipy.stats import beta
 
-from glauber_mlm.pages.checks import Calibration, Check, calibrate, replicates_to_bound, upper_bound
+from glauber_mlm.pages.checks import (Calibration, Check, calibrate, deciding_design, replicates_to_bound,
+                                      smallest_decisive, upper_bound)
 from glauber_mlm.pages.history import fixed_on, rules_history, rules_in_force
 from glauber_mlm.pages.verdict import judge
 
@@ -90,6 +91,26 @@ def test_checks_csv_names_the_rule_that_decided():
     assert [r["decided_by"] for r in rows[:2]] == ["pass: false-pass bound ≤ 0.10", "fail: false-fail bound ≤ 0.20"]
     assert rows[2]["decided_by"].endswith("29 null replicates would bound it at 0.10")
     assert rows[2]["to_decide"] == "30 nulls" and rows[2]["null_replicates"] == 10 and rows[2]["truth_replicates"] == 40
+
+
+def test_an_open_check_names_its_deciding_design_as_parameters_and_a_decided_one_names_none():
+    designs = {"150 draws": calibrated(40, 40, 3, 30), "300 draws": calibrated(200, 200, 0, 200),
+               "600 draws": calibrated(200, 200, 0, 200)}
+    steps = {"150 draws": {"steps": 2400}, "300 draws": {"steps": 4800}, "600 draws": {"steps": 9600}}
+    assert smallest_decisive(designs).startswith("decisive at 300 draws")
+    assert deciding_design(designs, steps) == {"steps": 4800}
+    assert deciding_design({"150 draws": designs["150 draws"]}, steps) is None
+    with pytest.raises(ValueError, match="no parameters given"):
+        deciding_design(designs, {"150 draws": {"steps": 2400}})
+    open_ = Check("c", "s", "t", "v", True, designs["150 draws"], decide_with=deciding_design(designs, steps))
+    assert open_.outcome == "inconclusive" and json.loads(open_.row()["decide_with"]) == {"steps": 4800}
+    decided = Check("c", "s", "t", "v", True, designs["300 draws"], decide_with={"steps": 4800})
+    assert decided.row()["decide_with"] == ""
+    with pytest.raises(ValueError, match="decide_with must be a non-empty dict"):
+        Check("c", "s", "t", "v", True, None, decide_with="4800 steps")
+    from glauber_mlm.pages.verdict import _to_decide
+
+    assert _to_decide([open_])[-1].endswith("— its parameters: `-p steps 4800`")
 
 
 def test_a_side_check_cannot_block_a_verdict_nor_an_uncalibrated_one():

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import nbformat
+import pytest
 
 from test_seal import sealed
 
@@ -162,6 +163,37 @@ def test_what_would_decide_an_open_check_is_its_design_without_the_calibrations_
     assert to_decide(dict(outcome="inconclusive", to_decide="longer chains: at τ = 0.1 they remember their start")) == (
         "<br>*To decide:* longer chains")
     assert to_decide(dict(outcome="pass", to_decide="")) == ""
+    assert to_decide(dict(outcome="inconclusive", to_decide="decisive at 302 draws per chain (power 0.99 (198 of 200))",
+                          cost="about 16 min here")) == "<br>*To decide:* 302 draws per chain (about 16 min here)"
+
+
+def test_a_deciding_design_is_priced_by_the_pages_own_plan_from_its_measured_time(tmp_path):
+    """06's plan scales with its steps: twice the steps is twice the build's time; a design that changes only
+    exact-model work (08's growth runs) has no forward FLOPs to scale by and is not priced."""
+    from glauber_mlm.book import deciding_cost
+
+    page = tmp_path / "06_has_my_chain_mixed"
+    page.mkdir()
+    parameters = {"model": None, "device": None, "seed": 0, "passages": "embedded", "length": 8,
+                  "temperatures": [1.0, 1.5, 3.0], "chains": 8, "steps": 1200, "pll_every": 8, "pairs": 8,
+                  "mh_chains": 4, "mh_pairs": 4, "mh_lengths": [4, 8, 16]}
+    (page / "provenance.json").write_text(json.dumps({"wall_time_s": 300.0, "parameters": parameters}))
+    now, _ = deciding_cost.counted_work(page.name, parameters)
+    longer, _ = deciding_cost.counted_work(page.name, {**parameters, "steps": 2400})
+    cost = deciding_cost.deciding_cost(page.name, page, {"steps": 2400})
+    assert cost["ratio"] == pytest.approx(longer / now) and cost["seconds"] == pytest.approx(300.0 * longer / now)
+    assert 1.5 < cost["ratio"] <= 2.0  # the R̂ chains double; what does not grow with the steps does not
+    assert deciding_cost.describe(cost).startswith("about ") and "on the machine that built this page" in (
+        deciding_cost.describe(cost))
+    assert deciding_cost.deciding_cost(page.name, tmp_path / "no-page", {"steps": 2400}) is None
+    exact = tmp_path / "08_exact_answers"
+    exact.mkdir()
+    p08 = dict(model=None, device=None, seed=0, passages="embedded", documents=4, length=16, candidates=2,
+               sizes=[2, 3, 4, 6, 8, 10], temperatures=[0.25, 0.5, 1.0, 2.0, 4.0], eps=0.25, coupling_size=6,
+               pairs=400, budget=2000, replicates=200, lag=16, lag_temperature=1.0, growth_temperatures=[2.0, 4.0],
+               growth_pairs=48, growth_runs=200)
+    (exact / "provenance.json").write_text(json.dumps({"wall_time_s": 100.0, "parameters": p08}))
+    assert deciding_cost.deciding_cost(exact.name, exact, {"growth_runs": 400}) is None
 
 
 def test_a_long_claim_is_cut_at_a_word_with_an_ellipsis():

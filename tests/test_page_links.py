@@ -74,3 +74,18 @@ def test_figures_are_numbered_per_page_in_the_order_sphinx_found_them():
     assert env.toc_fignumbers["book/notebooks/02_high"]["figure"] == {"a": ("02", 1), "b": ("02", 2), "c": ("02", 3)}
     assert env.toc_fignumbers["book/notebooks/05_influence"]["figure"] == {"x": ("05", 1)}
     assert env.toc_fignumbers["book/performance"]["figure"] == {"p": (1,)}  # prose pages keep the book's numbering
+
+
+def test_an_open_checks_deciding_design_gets_its_cost_in_the_box():
+    doc = _page()
+    box = nodes.admonition(ids=["result-06"])
+    items = nodes.bullet_list()
+    for check in ("R̂ and coupling agree at 1.01", "acceptance rises"):
+        item = nodes.list_item()
+        item += nodes.paragraph("", f"“{check}”: decisive at 302 draws per chain")
+        items += item
+    box += items
+    doc += box
+    assert page_links.price_deciding_designs(doc, {"R̂ and coupling agree at 1.01": "about 16 min"}) == 1
+    assert items[0].astext().endswith("302 draws per chain; about 16 min")
+    assert items[1].astext().endswith("302 draws per chain")

@@ -152,7 +152,8 @@ def test_conclude_saves_result_json_and_checks_csv(tmp_path):
     bound = 1 - 0.05 ** (1 / 40)
     assert saved["deciding"] == pytest.approx(dict(
         check="x < 2", value="v", outcome="fail", core=True, reason="fail: false-fail bound ≤ 0.20", power=1.0,
-        size=0.0, false_pass_upper=bound, false_fail_upper=bound, to_decide=""))
+        size=0.0, false_pass_upper=bound, false_fail_upper=bound, to_decide="",
+        decide_with=None))
     assert saved["checks_verdict"] == "not reproduced" and saved["reason"] == "a core check fails decisively: x < 2"
     assert saved["verdict"] == "smoke test, not a result"  # a smoke run is no result (issue 34)
     assert saved["checks"] == {"x > 0": "pass", "x < 2": "fail"} and "smoke" in saved["build"]

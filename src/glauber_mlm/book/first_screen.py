@@ -103,13 +103,15 @@ def to_decide(deciding: Mapping | None) -> str:
     """What would decide an open deciding check ('<br>*To decide:* …'): its `to_decide` up to the first colon or
     semicolon, without a parenthetical that holds the calibration's numbers, and `checks.smallest_decisive`'s
     "decisive at 192 pairs per length" as "192 pairs per length", "not decisive up to 8 chains" as "more than 8
-    chains"; the rest is on the page. '' when the check decides."""
+    chains"; the rest is on the page; then its cost, where the page names its design (`deciding_cost`). '' when the
+    check decides."""
     if not deciding or deciding["outcome"] != "inconclusive":
         return ""
     design = re.sub(r"\s*\((?:[^()]*\([^()]*\))+[^()]*\)", "", str(deciding.get("to_decide") or ""))
     design = re.split(r":\s|;\s", design, maxsplit=1)[0]
     design = re.sub(r"^not decisive up to ", "more than ", re.sub(r"^decisive at ", "", design))
-    return f"<br>*To decide:* {design or 'not recorded; see the page’s checks.csv'}"
+    cost = f" ({deciding['cost']})" if design and deciding.get("cost") else ""
+    return f"<br>*To decide:* {design or 'not recorded; see the page’s checks.csv'}{cost}"
 
 
 def _cell(text: str) -> str:

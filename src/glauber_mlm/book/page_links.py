@@ -9,6 +9,9 @@ science, set at build time from the page and its result.json, so that none of it
 - **Every "notebook NN" a link** (`link_notebooks`) to that notebook's page, when the build holds it.
 - **Figures numbered per page** (`number_figures_by_page`): "Figure 02.3" is notebook 02's third figure, so that the
   book's numbers never collide with the paper's ("paper Fig. 5") and a reader can tell which page a number is on.
+- **The cost of what would decide an open check** (`price_deciding_designs`): in the box's "What would decide it",
+  each check whose page names its deciding design as parameters (checks.csv's `decide_with`) gains that design's
+  cost on the machine that built the page (`deciding_cost`).
 """
 from __future__ import annotations
 
@@ -112,6 +115,42 @@ def colour_result_box(doctree: nodes.Node, verdict: str) -> bool:
     return False
 
 
+def price_deciding_designs(doctree: nodes.Node, costs: dict[str, str]) -> int:
+    """Append to each item of the result box's "What would decide it" list whose check (“…”) is a key of `costs`
+    its cost; returns the items priced."""
+    priced = 0
+    for box in doctree.findall(nodes.admonition):
+        if not any(i.startswith("result-") for i in box["ids"]):
+            continue
+        for item in box.findall(nodes.list_item):
+            text = item.astext()
+            check = next((c for c in costs if text.startswith(f"“{c}”")), None)
+            paragraph = next(item.findall(nodes.paragraph), None)
+            if check and paragraph is not None:
+                paragraph += nodes.Text(f"; {costs[check]}")
+                priced += 1
+    return priced
+
+
+def _costs(name: str, page: Path) -> dict[str, str]:
+    """{check: its deciding design's cost} for the page's open checks that name their design (checks.csv)."""
+    import csv
+
+    from .deciding_cost import deciding_cost, describe
+
+    table = page / "checks.csv"
+    if not table.is_file():
+        return {}
+    costs = {}
+    with table.open(newline="") as f:
+        for row in csv.DictReader(f):
+            if row.get("outcome") == "inconclusive" and row.get("decide_with"):
+                cost = describe(deciding_cost(name, page, json.loads(row["decide_with"])))
+                if cost:
+                    costs[row["check"]] = cost
+    return costs
+
+
 def _doctree_read(app, doctree: nodes.document) -> None:
     docname = app.env.docname
     own = page_number(docname)
@@ -120,6 +159,7 @@ def _doctree_read(app, doctree: nodes.document) -> None:
     result = Path(app.srcdir) / docname / "result.json"
     if result.is_file():
         colour_result_box(doctree, json.loads(result.read_text())["verdict"])
+        price_deciding_designs(doctree, _costs(Path(docname).name, result.parent))
     glossary = Path(app.srcdir) / GLOSSARY
     if glossary.is_file():
         link_glossary_terms(doctree, glossary_terms(glossary.read_text()))

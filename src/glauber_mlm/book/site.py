@@ -12,6 +12,7 @@ from pathlib import Path
 
 import yaml
 
+from .deciding_cost import with_cost
 from .errors import BookError
 from .page import write_sources
 from ..contract import read_provenance, read_result, read_rules
@@ -242,7 +243,8 @@ def shown_results(root: Path, notebooks_dir: Path = NOTEBOOKS) -> tuple[dict[str
     """The result pages the dashboard reads: ({name: its result.json, or why it is not shown}, names left out).
 
     A page is shown when its executed notebook is a complete run whose seal holds (`publish.problems`) and its
-    result.json can be read; otherwise its reason is given instead. A results folder whose notebook is not in
+    result.json can be read; otherwise its reason is given instead. An open deciding check that names its deciding
+    design gets that design's cost on the machine that built the page (`deciding_cost.with_cost`). A results folder whose notebook is not in
     `notebooks_dir` (a page of a removed or renamed notebook) is left out."""
     shown: dict[str, dict | str] = {}
     left_out = []
@@ -253,7 +255,8 @@ def shown_results(root: Path, notebooks_dir: Path = NOTEBOOKS) -> tuple[dict[str
             continue
         found = problems(result_path.parent.with_suffix(".ipynb"))
         try:
-            shown[name] = "; ".join(found) if found else read_result(result_path.parent)
+            shown[name] = "; ".join(found) if found else with_cost(name, result_path.parent,
+                                                                   read_result(result_path.parent), notebooks_dir)
         except ValueError as err:
             shown[name] = str(err)
     return shown, left_out
@@ -316,6 +319,7 @@ def _deciding_cell(check: dict | None) -> str:
                  f"{check['false_fail_upper']:.2f} (one-sided 95 %)")
     side = "" if check.get("core", True) else "; side check"
     decide = f"; to decide: {check['to_decide']}" if check["outcome"] == "inconclusive" and check.get("to_decide") else ""
+    decide += f", {check['cost']}" if decide and check.get("cost") else ""
     return f"“{check['check']}”: **{check['value']}** ({state}{side}{decide})"
 
 

@@ -12,14 +12,16 @@ A check **passes** decisively when its rule says pass and the false-pass rate's 
 decisively when its rule says fail and the false-fail rate's bound is ≤ 0.20; otherwise, or when it was not
 calibrated or could not be computed, its outcome is `inconclusive`, and its reason names the bound that is too
 wide and how many replicates would narrow it (`replicates_to_bound`), while `to_decide` names the design that
-would decide it. Every page writes its checks as checks.csv (`table`), and `verdict.judge` turns the outcomes of
+would decide it and `decide_with` gives that design as the page's parameters (`deciding_design`), so that the book
+can price it (`glauber_mlm.book.deciding_cost`). Every page writes its checks as checks.csv (`table`), and `verdict.judge` turns the outcomes of
 its core checks into the page's verdict.
 """
 from __future__ import annotations
 
 import functools
+import json
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -32,7 +34,7 @@ MOST_REPLICATES = 100_000                     # `replicates_to_bound` looks no f
 PASS, FAIL, INCONCLUSIVE = "pass", "fail", "inconclusive"
 COLUMNS = ["check", "statistic", "threshold", "value", "outcome", "power", "size", "calibrated_on", "replicates",
            "rule_says", "core", "to_decide", "truth_replicates", "null_replicates", "false_pass_upper",
-           "false_fail_upper", "decided_by"]
+           "false_fail_upper", "decided_by", "decide_with"]
 DECIDED_BY = {PASS: f"pass: false-pass bound ≤ {FALSE_PASS_MAX:.2f}",
               FAIL: f"fail: false-fail bound ≤ {FALSE_FAIL_MAX:.2f}"}
 
@@ -196,12 +198,17 @@ class Check:
     calibration: Calibration | None
     core: bool = True             # the verdict rests on the core checks; a side check is shown beside it
     to_decide: str = ""           # what design would decide an inconclusive check, and its cost
+    decide_with: Mapping[str, object] | None = None  # that design as parameters of the page (`-p KEY VALUE`)
 
     def __post_init__(self):
         if self.passes is not None and not isinstance(self.passes, (bool, np.bool_)):
             raise ValueError(f"check {self.check!r}: passes must be True, False or None (not computable), got "
                              f"{self.passes!r}: compare the statistic with the threshold and pass the bool.")
         object.__setattr__(self, "passes", None if self.passes is None else bool(self.passes))
+        if self.decide_with is not None and (not isinstance(self.decide_with, Mapping) or not self.decide_with
+                                             or not all(isinstance(k, str) for k in self.decide_with)):
+            raise ValueError(f"check {self.check!r}: decide_with must be a non-empty dict of the page's parameters "
+                             f"(e.g. {{'steps': 4800}}), or None, got {self.decide_with!r}.")
 
     @property
     def outcome(self) -> str:
@@ -227,7 +234,16 @@ class Check:
                     to_decide="" if self.outcome != INCONCLUSIVE else (self.to_decide or self.reason),
                     truth_replicates=c.replicates if c else 0, null_replicates=c.null_replicates if c else 0,
                     false_pass_upper=c.false_pass_upper if c else np.nan,
-                    false_fail_upper=c.false_fail_upper if c else np.nan, decided_by=self.reason)
+                    false_fail_upper=c.false_fail_upper if c else np.nan, decided_by=self.reason,
+                    decide_with=self.deciding_parameters)
+
+    @property
+    def deciding_parameters(self) -> str:
+        """The design that would decide this inconclusive check, as JSON parameters ('' when it decides or when its
+        page names no such design)."""
+        if self.outcome != INCONCLUSIVE or not self.decide_with:
+            return ""
+        return json.dumps(dict(self.decide_with), sort_keys=True)
 
 
 def table(checks: list[Check]) -> pd.DataFrame:
@@ -235,6 +251,20 @@ def table(checks: list[Check]) -> pd.DataFrame:
     if not checks or not all(isinstance(c, Check) for c in checks):
         raise ValueError("a page needs at least one Check (glauber_mlm.pages.checks.Check): name what it tests before it runs.")
     return pd.DataFrame([c.row() for c in checks], columns=COLUMNS)
+
+
+def deciding_design(designs: dict[str, Calibration], parameters: Mapping[str, Mapping[str, object]],
+                    passes: bool | None = None) -> dict | None:
+    """The page's parameters (`parameters[design]`) of the design `smallest_decisive` names: the first in `designs`
+    whose calibration decides; None when none does. A design with no parameters given is refused."""
+    missing = [d for d in designs if d not in parameters]
+    if missing:
+        raise ValueError(f"no parameters given for the designs {missing}: give each design of `designs` its page "
+                         "parameters (e.g. {'steps': 4800}).")
+    for design, cal in designs.items():
+        if cal.decisive if passes is None else cal.decides(passes):
+            return dict(parameters[design])
+    return None
 
 
 def smallest_decisive(designs: dict[str, Calibration], passes: bool | None = None) -> str:

@@ -100,7 +100,8 @@ def _deciding(check) -> dict:
     return dict(check=check.check, value=check.value, outcome=check.outcome, core=check.core, reason=check.reason,
                 power=float(c.power) if c else None, size=float(c.size) if c else None,
                 false_pass_upper=float(c.false_pass_upper) if c else None,
-                false_fail_upper=float(c.false_fail_upper) if c else None, to_decide=check.to_decide)
+                false_fail_upper=float(c.false_fail_upper) if c else None, to_decide=check.to_decide,
+                decide_with=dict(check.decide_with) if check.deciding_parameters else None)
 
 
 def _finite_positive(v) -> bool:

@@ -15,7 +15,8 @@ neither block nor grant it:
 The book's own questions (00: do the tools recover known answers; 06: does a diagnostic agree with coupling) are
 not claims of the paper: their words are "passes", "fails" and "inconclusive at this scale" (`question="book"`).
 Every verdict comes with a one-line reason, and the box says, for each inconclusive core check, what would decide
-it (the check's `to_decide` and the replicates its bound needs).
+it (the check's `to_decide`, the page parameters of that design where it names them (`Check.decide_with`), or the
+replicates its bound needs).
 
 A dry run (the profile's budgets scaled down, `Run(..., scale=S)` with S < 1) is no result: its box opens with
 "Dry run at scale S" and its checks are shown only as a test that the code path computes them.
@@ -28,6 +29,7 @@ checks ("checks on MODEL: N pass, M fail") instead of claiming the paper's resul
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 from .checks import FAIL, FALSE_FAIL_MAX, FALSE_PASS_MAX, INCONCLUSIVE, PASS, Check
@@ -123,7 +125,15 @@ def _to_decide(core: list[Check]) -> list[str]:
     if not open_:
         return []
     return ["", "**What would decide it.**", ""] + [f"- “{_cell(c.check)}”: {_cell(c.to_decide or c.reason)}"
-                                                    for c in open_]
+                                                    + _parameters(c) for c in open_]
+
+
+def _parameters(check: Check) -> str:
+    """' — its parameters: `-p steps 4800`' for a check that names its deciding design as parameters, else ''."""
+    if not check.deciding_parameters:
+        return ""
+    flags = " ".join(f"-p {k} {json.dumps(v)}" for k, v in sorted(check.decide_with.items()))
+    return f" — its parameters: `{flags}`"
 
 
 SMOKE = "smoke test, not a result"  # a smoke-profile page's word: its tiny budgets only test that the code runs
