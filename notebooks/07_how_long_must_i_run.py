@@ -13,33 +13,30 @@
 # %% [markdown]
 # # How long must I run? L-lag coupling bounds, and tempering out of the traps
 #
-# **Claim.** Before a long run, a researcher sampling from an MLM wants a number of steps with a guarantee at
-# their temperature τ and length n. L-lag couplings (Biswas, Jacob and Vanetti, NeurIPS) give one: a chain X
-# runs L steps ahead of a chain Y from the same initial law π₀, then the two move coupled (the same site and the
-# maximal coupling of the two conditionals, as notebook 02's `coupling_times`) until they meet at τ_L; over
-# independent runs,
+# **Claim.** Before a long run, a researcher sampling from an MLM wants a number of steps with a guarantee at their
+# temperature τ and length n. L-lag couplings (Biswas, Jacob and Vanetti, NeurIPS) give one: a chain X runs L steps
+# ahead of a chain Y from the same initial law π₀, then the two move coupled (the same site and the maximal coupling of
+# the two conditionals, as notebook 02's `coupling_times`) until they meet at τ_L; over independent runs,
 #
 # $$d_{\mathrm{TV}}(\pi_t, \pi) \le \mathbb{E}\left[\max\left(0, \left\lceil \frac{\tau_L - L - t}{L} \right\rceil\right)\right],$$
 #
-# with π_t the law after t steps (`glauber_mlm.samplers.lag_coupling`: `lag_coupling`, `tv_bound`). This page checks the bound
-# against the exact distance on an Ising chain small enough to enumerate, then reads it on the embedded model
-# over a grid of τ and n: the steps after which its upper interval end falls below each target distance
-# (`steps_below`). At low τ, where the paper's traps live, no number of steps is affordable; replica exchange
-# of Metropolis–Hastings chains over a temperature ladder (`glauber_mlm.samplers.tempering.replica_exchange`) is compared with
-# plain MH at the same number of forward rows on an exact two-well model, then on the embedded model with the
-# pseudo-log-likelihood energy, where what counts is the number of basins (notebook 03's traps) a cold chain
-# visits per forward row.
+# with π_t the law after t steps (`samplers.lag_coupling`: `lag_coupling`, `tv_bound`). The page checks the bound
+# against the exact distance on an Ising chain small enough to enumerate, then reads on the embedded model, over a grid
+# of τ and n, the steps after which its upper interval end falls below each target distance (`steps_below`). At low τ,
+# where the paper's traps live, no number of steps is affordable: replica exchange of Metropolis–Hastings chains over a
+# temperature ladder (`samplers.tempering.replica_exchange`) is compared with plain MH at equal forward rows on an exact
+# two-well model, then on the embedded model with the pseudo-log-likelihood energy, by the basins (notebook 03's
+# traps) a cold chain visits per forward row.
 #
-# **The rules, fixed before the run.** (i) On the Ising chain, the Monte Carlo bound's upper interval end lies
-# at or above the exact TV at every t of the grid where the exact TV is not negligible (at least `TV_FLOOR`),
-# at each lag; calibrated by replicate Monte Carlo runs (power) and by the same rule applied to the bound of a
-# wrong chain, the same Ising chain at a higher temperature, which mixes faster (size). (ii) The exact bound
-# (enumerated) lies above the exact TV at every t: the theorem, on enumeration, with no sampling error to
-# calibrate. (iii) On the two-well model, the cold replica's law passes the TV null test against the exact law
-# (p > 0.01) where plain MH with the same forward rows fails it (p < 0.01); calibrated by replicate tempered and
-# plain runs (power) and by the same rule with a planted wrong swap rule that accepts every swap (size). The basin
-# criterion of section 4 is fixed before the run too (notebook 03's radius rule and a least dwell); its count is a
-# reading, not a check.
+# **The rules, fixed before the run.** (i) On the Ising chain, at each lag, the Monte Carlo bound's upper interval end
+# lies at or above the exact TV at every t of the grid where the exact TV is at least `TV_FLOOR`; calibrated by
+# replicate Monte Carlo runs (power) and by the same rule on the bound of a wrong chain, the same Ising chain at a
+# higher temperature, which mixes faster (size). (ii) The exact bound (enumerated) lies above the exact TV at every t:
+# the theorem, with no sampling error to calibrate. (iii) On the two-well model, the cold replica's law passes the TV
+# null test against the exact law (p > 0.01) where plain MH with the same forward rows fails it (p < 0.01); calibrated
+# by replicate tempered and plain runs (power) and by a planted wrong swap rule that accepts every swap (size). The
+# basin criterion of section 4 (notebook 03's radius rule and a least dwell) is fixed before the run too; its count is
+# a reading, not a check.
 
 # %% [markdown]
 # :::{admonition} The result of this build
@@ -58,25 +55,21 @@ output_dir = None
 # every other parameter is a key of PROFILES below, set with `-p KEY VALUE` (None: the profile's value):
 #   model: None: the profile's model; or a hub name / local folder; device: None: cuda when present, else cpu; seed
 #   passages: "embedded" (data/passages.jsonl) | "ms_marco" (needs the internet)
-#   lengths: tokens per chain: the grid of n on the MLM; temperatures: the grid of τ on the MLM; lag: L on the MLM
-#   pairs: L-lag runs per (τ, n), each from two independent passages
-#   budget: coupled steps allowed after the lag (a run not met by then is censored)
+#   lengths, temperatures, lag: the grids of n (tokens per chain) and τ, and the lag L, on the MLM; pairs: L-lag runs
+#     per (τ, n), each from two independent passages; budget: coupled steps after the lag (then a run is censored)
 #   ising_length: sites of the exact Ising chain; ising_coupling: its coupling J; ising_lags: two lags L on it
 #   ising_runs: Monte Carlo L-lag runs per lag on the Ising chain; ising_steps: steps t read on it, from 0
 #   replicates: replicate Monte Carlo runs of the coverage rule's calibration (each of ising_runs runs)
-#   well_length: sites of the exact two-well model (Potts, two states); well_coupling: its coupling J: leaving a well
-#     costs about exp(−J)
-#   rungs: temperatures of the tempering ladder, from 1 to `hot`; hot: the hottest rung
+#   well_length, well_coupling: sites and coupling J of the exact two-well model (Potts, two states; leaving a well
+#     costs about exp(−J)); rungs: temperatures of the tempering ladder, from 1 to `hot`; hot: the hottest rung
 #   ensembles: independent tempered ensembles, and plain MH chains; rounds: swap rounds; steps_per_round: MH steps per
 #     replica between swap rounds
 
 # %%
 import numpy as np
 import pandas as pd
-import warnings
 
 import torch
-from myst_nb import glue
 
 import glauber_mlm as gm
 from glauber_mlm import exact
@@ -87,8 +80,8 @@ from glauber_mlm.pages.run import Run
 from glauber_mlm.measures import semantic
 from glauber_mlm.models.passages import load_passages, passage_pairs, sample_passages
 from glauber_mlm.pages.report import run_length as report
-from glauber_mlm.stats import bootstrap_ci, tv_null_test, unit_bootstrap_ci
-from glauber_mlm.samplers.tempering import always_swap, basins_visited, ladder, plain_at_rows, replica_exchange
+from glauber_mlm.stats import tv_null_test
+from glauber_mlm.samplers.tempering import always_swap, ladder, plain_at_rows, replica_exchange
 
 TARGETS = (0.25, 0.01)  # the distances to stationarity the page reads the steps for
 TV_FLOOR = 0.02  # rule (i) is read where the exact TV is at least this
@@ -166,6 +159,7 @@ n_cal, n_neighbours = run.integer("calibration_passages", 2), run.integer("neigh
 emb_model = semantic.load_embedder(run["embedder"], device=run.device)  # clear error here for an unknown embedder
 texts = load_passages(run["passages"])
 print(f"target distances: {', '.join(f'{e:g}' for e in TARGETS)}; rule (i) read where the exact TV ≥ {TV_FLOOR:g}")
+report.glue_design(run, P_LEVEL)  # the design's values, for the prose ({glue:text}`d_pairs` and so on)
 run.show()
 
 # %% tags=["plan"]
@@ -221,9 +215,9 @@ show_plan(planned_work(run.params))
 # %% [markdown]
 # ## 1. The bound against the exact distance on an Ising chain
 #
-# An Ising chain (`exact.potts_chain`) is small enough to enumerate: from the all-zero state (π₀ a point mass),
-# the exact law π_t after t random-scan Glauber steps, its exact distance to π, and the exact expected L-lag
-# bound (`exact_lag_bound`, by enumerating the coupled pair chain) are computed beside the Monte Carlo bound of
+# An Ising chain (`exact.potts_chain`) is small enough to enumerate: from the all-zero state (π₀ a point mass), the
+# exact law π_t after t random-scan Glauber steps, its exact distance to π, and the exact expected L-lag bound
+# (`exact_lag_bound`, by enumerating the coupled pair chain) are computed beside the Monte Carlo bound of
 # {glue:text}`d_ising_runs` independent L-lag runs with its normal interval, at the lags L =
 # {glue:text}`d_ising_lags`, on a chain of {glue:text}`d_ising_n` sites with coupling J = {glue:text}`d_ising_J`.
 
@@ -237,27 +231,23 @@ rows = []
 for L in ising_lags:
     ex = exact_lag_bound(ising, point, L, ising_T)
     mc = tv_bound(lag_coupling(ising, x_ising, x_ising.clone(), L, 100 * ising_T, seed=run["seed"] * 1000 + L), grid)
-    rows += [dict(lag=L, t=int(t), exact_tv=ex["tv"][t], exact_bound=ex["bound"][t], bound=mc.bound[t],
-                  bound_low=mc.low[t], bound_high=mc.high[t], contributing=int(mc.contributing[t]), runs=mc.runs)
-             for t in grid]
+    rows += report.ising_rows(L, grid, ex, mc)
 ising_table = run.save_table(pd.DataFrame(rows), "ising_bounds")
 read = ising_table.exact_tv >= TV_FLOOR
 coverage = ising_table[read].groupby("lag").apply(lambda g: bool((g.bound_high >= g.exact_tv).all()),
                                                    include_groups=False)
 dominates = bool((ising_table.exact_bound >= ising_table.exact_tv - 1e-12).all())
-report.glue_text(d_ising_runs=ising_R, d_ising_lags=" and ".join(map(str, ising_lags)), d_ising_n=ising_n,
-                 d_ising_J=f"{J:g}", d_pairs=P, d_lag=L_mlm, d_budget=B)
-glue("ising_finding", report.ising_finding(ising_table, grid, ising_lags, coverage, dominates, TARGETS, TV_FLOOR),
-     display=False)
+report.glue_text(ising_finding=report.ising_finding(ising_table, grid, ising_lags, coverage, dominates, TARGETS,
+                                                    TV_FLOOR))
 fig = report.ising_bounds(ising_table, ising_lags, ising_n, J)
 run.save_figure(fig, "ising_bounds")
 report.ising_summary(ising_table, TARGETS, TV_FLOOR)
 
 # %% [markdown]
-# **Calibration of rule (i).** At the larger lag (the tighter bound, where coverage is hardest),
-# {glue:text}`d_replicates` fresh Monte Carlo runs of {glue:text}`d_ising_runs` L-lag runs each: the share whose upper end covers the exact TV wherever
-# the rule reads it is the power; the share that covers it when the meeting times come from the wrong, hotter
-# chain is the size (`checks.calibrate`).
+# **Calibration of rule (i).** At the larger lag (the tighter bound, where coverage is hardest), {glue:text}`d_replicates`
+# fresh Monte Carlo runs of {glue:text}`d_ising_runs` L-lag runs each: the share whose upper end covers the exact TV
+# wherever the rule reads it is the power; the share that covers it with the wrong, hotter chain's meeting times is the
+# size (`checks.calibrate`).
 
 # %%
 L_cal = ising_lags[-1]
@@ -278,9 +268,7 @@ def mc_high(rng, temperature):
 coverage_cal = calibrate(covers, lambda rng: mc_high(rng, 1.0), lambda rng: mc_high(rng, WRONG_TEMPERATURE), reps,
                          f"Ising chain, n = {ising_n}, J = {J:g}, L = {L_cal}, {ising_R} runs; null: the bound of the "
                          f"chain at τ = {WRONG_TEMPERATURE:g}", seed=run["seed"])
-run.save_table(pd.DataFrame([dict(rule="MC bound covers the exact TV", lag=L_cal, runs=ising_R, power=coverage_cal.power,
-                                  size=coverage_cal.size, replicates=coverage_cal.replicates,
-                                  calibrated_on=coverage_cal.calibrated_on)]), "calibration")
+run.save_table(report.coverage_calibration(coverage_cal, L_cal, ising_R), "calibration")
 print(f"rule (i) at L = {L_cal}: {coverage_cal}")
 
 # %% [markdown]
@@ -291,58 +279,35 @@ print(f"rule (i) at L = {L_cal}: {coverage_cal}")
 # **The L-lag bound against the exact distance.** Black: the exact TV of the Ising chain after t steps. Dashed: the exact expected L-lag bound. Orange: the Monte Carlo bound with its normal interval (all drawn clipped at one, the largest TV).
 # :::
 #
-# **What {numref}`fig-07-ising-bounds` shows.**
-# ```{glue:md} ising_finding
-# :format: myst
-# ```
-# How to read it: a bound is useful where its curve lies close above the black one; the table above gives, per
-# lag, the first step at which each curve falls below the first target distance and the least margin of the
-# Monte Carlo upper end over the exact TV where rule (i) reads it.
-
-# %% [markdown]
+# **What {numref}`fig-07-ising-bounds` shows.** {glue:md}`ising_finding` How to read it: a bound is useful where its
+# curve lies close above the black one; the table above gives, per lag, the first step at which each curve falls below
+# the first target distance and the least margin of the Monte Carlo upper end over the exact TV where rule (i) reads it.
+#
 # ## 2. The bound on the embedded model
 #
-# For each (τ, n) of the grid, {glue:text}`d_pairs` L-lag runs start from two independent real passages each (π₀:
-# a random passage of n tokens, `passage_pairs`), with lag L = {glue:text}`d_lag` and at most {glue:text}`d_budget`
-# coupled steps. The table gives the
-# steps after which the bound's upper interval end falls below each target distance: these are the recommended
-# run lengths. A blank means the grid of t, the runs or the budget cannot resolve it: a bound of ε is a mean of
-# rare non-zero terms, and `steps_below` asks for at least ten over ε runs.
-#
-# Notebook 02 measures the coupling time of two chains started apart, whose tail bounds the *worst-case* distance
-# at the same (τ, n); the L-lag bound here is for the law started from a random passage and, at a lag near the
-# mixing time, is typically tighter. The two read the same coupled moves; only the start and the estimator differ.
+# For each (τ, n) of the grid, {glue:text}`d_pairs` L-lag runs start from two independent real passages each (π₀: a
+# random passage of n tokens, `passage_pairs`), with lag L = {glue:text}`d_lag` and at most {glue:text}`d_budget`
+# coupled steps. The table gives the recommended run lengths, the steps after which the bound's upper interval end
+# falls below each target distance; a blank means the grid of t, the runs or the budget cannot resolve it.
+# Notebook 02's coupling time of two chains started apart bounds the *worst-case* distance at the same (τ, n); this
+# bound, for a random-passage start, is typically tighter at a lag near the mixing time (same moves, other estimator).
 
 # %%
-runs_mlm = {}
+cells = []  # per (τ, n): its row of the steps table and its rows of the curve table
 for n in lengths_:
     x0, y0, _ = passage_pairs(mlm, texts, n, P, seed=run.seed_for("pairs", n=n))
     T = len(taus)
     res = lag_coupling(mlm, x0.repeat(T, 1), y0.repeat(T, 1), L_mlm, B,
                        temperature=torch.tensor(taus).repeat_interleave(P),
                        seed=run["seed"] * 1_000_000 + 800_000 + 10_000 * n + torch.arange(T * P), progress=True)
-    runs_mlm[n] = res
-rows, curves = [], []
-for n, res in runs_mlm.items():
-    for k, tau in enumerate(taus):
+    for k, tau in enumerate(taus):  # each cell's bound (`tv_bound`) and the steps it reads for each target
         own = slice(k * P, (k + 1) * P)
-        part = LagCoupling(res.meeting_times[own], res.met[own], res.lag, res.budget, 0)
-        t_grid = np.arange(0, int(part.meeting_times.max()) - part.lag + 2)
-        with warnings.catch_warnings():  # a censored cell gives a lower estimate: the table counts its censored runs
-            warnings.simplefilter("ignore")
-            bound = tv_bound(part, t_grid)
-        rows.append(dict(length=n, temperature=tau, runs=P, lag=L_mlm, budget=B, censored=part.censored,
-                         median_meeting=float(np.median(part.meeting_times)),
-                         max_meeting=int(part.meeting_times.max()),
-                         **{f"steps_below_{e:g}": bound.steps_below(e) for e in TARGETS}))
-        curves += [dict(length=n, temperature=tau, t=int(t), bound=b, bound_low=lo, bound_high=hi)
-                   for t, b, lo, hi in zip(bound.t, bound.bound, bound.low, bound.high)]
-steps_table = run.save_table(pd.DataFrame(rows), "steps_below")
-curve_table = run.save_table(pd.DataFrame(curves), "mlm_bounds")
-fig = report.mlm_bounds(curve_table, lengths_, taus, TARGETS, L_mlm, P)
+        cells.append(report.lag_cell(n, tau, LagCoupling(res.meeting_times[own], res.met[own], L_mlm, B, 0), TARGETS))
+steps_table = run.save_table(pd.DataFrame([row for row, _ in cells]), "steps_below")
+curve_table = run.save_table(pd.DataFrame([c for _, curve in cells for c in curve]), "mlm_bounds")
+fig = report.mlm_bounds(curve_table, steps_table, lengths_, taus, TARGETS, L_mlm, P)
 run.save_figure(fig, "mlm_bounds")
-glue("mlm_readings", report.mlm_readings(steps_table, TARGETS, P), display=False)
-glue("mlm_finding", report.mlm_finding(steps_table, TARGETS, B), display=False)
+report.glue_text(mlm_finding=report.mlm_finding(steps_table, TARGETS, B, P))
 report.steps_below(steps_table, TARGETS)
 
 # %% [markdown]
@@ -350,32 +315,25 @@ report.steps_below(steps_table, TARGETS)
 # :name: fig-07-mlm-bounds
 # :alt: One panel per length with the upper end of the L-lag bound on a log scale against the step, one line per temperature, and grey lines at the two target distances.
 #
-# **How long to run on the embedded model.** The upper interval end of the L-lag bound on the distance to stationarity from a random passage, per temperature (colour) and length (panel); dashed and dotted lines: the two target distances. Where a line crosses a target is the recommended number of steps.
+# **How long to run on the embedded model.** The upper interval end of the L-lag bound on the distance to stationarity from a random passage, per temperature (colour) and length (panel), as `steps_below` reads it; dashed and dotted lines: the two target distances. A dot is a reading, the first step at which the upper end is at or below a target: the recommended number of steps. A line ends (tick) where every run has met: past that step every term of the bound is zero and so is its interval, which shows no run left to bound with, not a distance of zero. Grey band: the targets too small for the runs per cell (`steps_below` reads ε only with at least ten over ε runs); a line that ends inside it reads nothing there.
 # :::
 #
 # **What {numref}`fig-07-mlm-bounds` shows.**
 # ```{glue:md} mlm_finding
 # :format: myst
 # ```
-# The recommended steps per cell, from the table above:
 #
-# ```{glue:md} mlm_readings
-# :format: myst
-# ```
-
-# %% [markdown]
 # ## 3. Tempering out of the traps
 #
-# A two-well model (`exact.potts_chain`, {glue:text}`d_well_n` sites with two states and a strong coupling
-# J = {glue:text}`d_well_J`) has its mass split between the all-zero and the all-one states; single-site moves
-# leave a well only by crossing a wall. Replica exchange runs {glue:text}`d_ensembles` ensembles of
-# {glue:text}`d_rungs` MH chains on a geometric ladder from the target τ = 1 to τ = {glue:text}`d_hot`,
-# {glue:text}`d_rounds` rounds of {glue:text}`d_steps_per_round` steps with a swap of neighbours after each (the
-# swap is accepted from the energies, which an MH chain has and incompatible Glauber lacks: its stationary laws at
-# different τ are not one energy's tempered family). Plain MH at the target runs the same chains for
-# {glue:text}`d_rungs` times as many steps, so both spend the same forward rows. Both start in the all-zero well. Per sampler: the TV between the second half's visits and the exact law with the
-# TV null test (`stats.tv_null_test`), the share of chains that visit both wells, and the wells visited per
-# thousand forward rows; per rung pair: the swap rate; per ensemble: round trips from the cold to the hot end.
+# A two-well model (`exact.potts_chain`, {glue:text}`d_well_n` sites with two states, a strong coupling J =
+# {glue:text}`d_well_J`) has its mass split between the all-zero and all-one states; single-site moves leave a well
+# only by crossing a wall. Replica exchange runs {glue:text}`d_ensembles` ensembles of {glue:text}`d_rungs` MH chains
+# on a geometric ladder from the target τ = 1 to τ = {glue:text}`d_hot`, {glue:text}`d_rounds` rounds of
+# {glue:text}`d_steps_per_round` steps with a swap of neighbours after each, accepted from the energies (an MH chain
+# has one; incompatible Glauber lacks one, section 4). Plain MH at the target runs the same chains {glue:text}`d_rungs`
+# times as long, so both spend the same forward rows; both start in the all-zero well. Per sampler: the second half's
+# TV to the exact law with its null test (`stats.tv_null_test`), the chains visiting both wells and the wells visited
+# per thousand forward rows; per rung pair, the swap rate; per ensemble, the round trips from the cold to the hot end.
 
 # %%
 wells = exact.potts_chain(well_n, 2, coupling=well_J)
@@ -384,31 +342,19 @@ start = torch.zeros(E, well_n, dtype=torch.int64)
 temp = replica_exchange(wells, start, ladder(1.0, hot_tau, K), R_rounds, S_round, seed=run["seed"], energy="joint")
 plain = gm.metropolis(wells, start, K * R_rounds * S_round, 1.0, seed=run["seed"], energy="joint",
                       record_every=S_round)
-rows = []
-for name, records, fwd in (("tempered (cold replica)", temp.cold, temp.forward_rows),
-                           ("plain MH", plain.states, plain.forward_rows)):
-    half = records[records.shape[0] // 2:]
-    test = tv_null_test(chain_counts(half, 2), law, seed=run["seed"])
-    both = ((records.sum(-1) == 0).any(0) & (records.sum(-1) == well_n).any(0)).float()
-    visits = ((records.sum(-1) == 0).any(0).float() + (records.sum(-1) == well_n).any(0).float()).sum()
-    rows.append(dict(sampler=name, chains=E, forward_rows=fwd, tv=test["tv"], null_high=test["null_high"],
-                     p_value=test["p_value"], both_wells=float(both.mean()),
-                     wells_per_1000_rows=1000 * float(visits) / fwd))
-tempering_table = run.save_table(pd.DataFrame(rows), "tempering")
+tests = {name: tv_null_test(chain_counts(rec[rec.shape[0] // 2:], 2), law, seed=run["seed"])  # the second half
+         for name, rec in (("tempered (cold replica)", temp.cold), ("plain MH", plain.states))}
+tempering_table = run.save_table(report.tempering_table(tests, temp, plain), "tempering")
 swaps = run.save_table(report.swap_rates(temp), "swap_rates")
 trips = temp.round_trips
-report.glue_text(d_ensembles=E, d_rungs=K, d_hot=f"{hot_tau:g}", d_steps_per_round=S_round, d_well_n=well_n,
-                 d_well_J=f"{well_J:g}", d_rounds=R_rounds, d_replicates=reps)
 report.tempering(tempering_table)
 
 # %% [markdown]
-# **Calibration of rule (iii).** The rule passes when the tempered cold replica's p-value exceeds
-# {glue:text}`d_p_level` and plain MH's falls below it. Power: {glue:text}`d_replicates` fresh replicates of this
-# design (each {glue:text}`d_ensembles` tempered ensembles and as many plain MH chains at the same rows), where
-# tempering is right; size: the same replicates with a planted wrong swap rule that accepts every swap
-# (`tempering.always_swap`: hot states reach the cold slot unweighted, so its law is the ladder's mixture, not
-# the target's). All replicates run in one batch per sampler (independent ensembles, split afterwards); the plain
-# chains are shared by the two worlds, since only the tempered sampler differs.
+# **Calibration of rule (iii).** It passes when the tempered cold replica's p-value exceeds {glue:text}`d_p_level` and
+# plain MH's falls below it. Power: {glue:text}`d_replicates` fresh replicates of this design (each
+# {glue:text}`d_ensembles` tempered ensembles and as many plain MH chains at the same rows); size: the same with a
+# planted wrong swap rule that accepts every swap (`tempering.always_swap`: hot states reach the cold slot unweighted,
+# so its law is the ladder's mixture). Each sampler's replicates run in one batch, the plain chains serving both worlds.
 
 # %%
 def rule_iii(p_values) -> bool:
@@ -434,20 +380,14 @@ tempering_cal = calibrate(rule_iii, lambda rng: next(draws["right"]), lambda rng
                           f"two-well Potts chain, n = {well_n}, J = {well_J:g}, {E} ensembles of {K} rungs, "
                           f"{R_rounds} rounds of {S_round} steps; null: the same with every swap accepted",
                           seed=run["seed"])
-run.save_table(pd.DataFrame([dict(rule="tempered passes the TV null test, plain MH fails it", replicates=reps,
-                                  power=tempering_cal.power, size=tempering_cal.size,
-                                  tempered_pass_rate=float(np.mean(np.array(cal_p["right"]) > P_LEVEL)),
-                                  wrong_rule_pass_rate=float(np.mean(np.array(cal_p["wrong"]) > P_LEVEL)),
-                                  plain_fail_rate=float(np.mean(np.array(cal_p["plain"]) < P_LEVEL)),
-                                  calibrated_on=tempering_cal.calibrated_on)]), "tempering_calibration")
-report.glue_text(d_p_level=f"{P_LEVEL:g}")
+run.save_table(report.tempering_calibration(tempering_cal, cal_p, P_LEVEL, reps), "tempering_calibration")
 print(f"rule (iii): {tempering_cal}")
 fig = report.tempering_figure(tempering_table, swaps, K, R_rounds)
 run.save_figure(fig, "tempering")
 t_row, p_row = tempering_table.iloc[0], tempering_table.iloc[1]
 cold_ok = rule_iii((t_row.p_value, p_row.p_value))
-glue("tempering_finding", report.tempering_finding(t_row, p_row, cold_ok, reps, tempering_cal), display=False)
-glue("tempering_readings", report.tempering_readings(tempering_table, swaps, trips), display=False)
+report.glue_text(tempering_finding=report.tempering_finding(t_row, p_row, cold_ok, reps, tempering_cal,
+                                                            tempering_table, swaps, trips))
 
 # %% [markdown]
 # :::{glue:figure} fig:tempering
@@ -461,39 +401,29 @@ glue("tempering_readings", report.tempering_readings(tempering_table, swaps, tri
 # ```{glue:md} tempering_finding
 # :format: myst
 # ```
-# In detail:
 #
-# ```{glue:md} tempering_readings
-# :format: myst
-# ```
-#
-# On the embedded model the law to compare with is unknown; section 4 runs the same comparison there and counts
-# what a sampler is for at low τ: the basins it visits.
-
-# %% [markdown]
 # ## 4. Tempering on the embedded model
 #
-# **Why MH and not Glauber.** Glauber dynamics on the MLM's incompatible conditionals has a stationary law that
-# nobody can write down, even up to a constant, and its laws at different τ are not one energy's tempered family:
-# there is no ratio to accept a swap with, and swapping on a guessed energy would leave none of them invariant.
-# MH towards the pseudo-log-likelihood target π_τ ∝ exp(PLL/τ) (notebook 06) has an energy, −PLL, and replica
-# exchange swaps on it (`tempering.replica_exchange`, energy "pll").
+# **Why MH and not Glauber.** Glauber dynamics on the MLM's incompatible conditionals has a stationary law nobody can
+# write down, even up to a constant, and its laws at different τ are not one energy's tempered family: there is no
+# ratio to accept a swap with, and swapping on a guessed energy would leave none of them invariant. MH towards the
+# pseudo-log-likelihood target π_τ ∝ exp(PLL/τ) (notebook 06) has an energy, −PLL, to swap on (energy "pll").
 #
-# **The design.** {glue:text}`t_ensembles` ensembles, each from its own real passage of {glue:text}`t_length`
-# tokens (one per document), run {glue:text}`t_rungs` MH chains on the geometric ladder τ =
-# {glue:text}`t_ladder`, {glue:text}`t_rounds` rounds of {glue:text}`t_steps_per_round` steps with a swap round
-# after each. Plain MH at the cold τ = {glue:text}`t_cold` runs from the same passages until it has spent the
-# same forward rows (`tempering.plain_at_rows`, in chunks of {glue:text}`t_chunk` steps). Every
-# {glue:text}`t_every` steps the cold chain's state is decoded and embedded.
+# **The design.** The law is unknown here: what counts is the basins a sampler visits at low τ.
+# {glue:text}`t_ensembles` ensembles, each from its own real passage of {glue:text}`t_length` tokens (one per
+# document), run {glue:text}`t_rungs` MH chains on the geometric ladder τ = {glue:text}`t_ladder`,
+# {glue:text}`t_rounds` rounds of {glue:text}`t_steps_per_round` steps with a swap round after each. Plain MH at the
+# cold τ = {glue:text}`t_cold` runs from the same passages until it has spent the same forward rows
+# (`tempering.plain_at_rows`, in chunks of {glue:text}`t_chunk` steps). Every {glue:text}`t_every` steps the cold
+# chain's state is decoded and embedded.
 #
-# **The basin criterion, fixed before the run (notebook 03's).** The trap radius is the
-# {glue:text}`t_radius_quantile` quantile of the one-token embedding jitter of {glue:text}`t_cal` real passages
-# of the same length with {glue:text}`t_neighbours` one-token neighbours each (`semantic.one_token_neighbours`,
-# calibrated before any chain runs); a basin is a trap (`semantic.find_traps`) lasting at least
-# {glue:text}`t_dwell` steps of the cold chain, and a trap whose centre lies within the radius of an earlier
-# basin's centre is a return, not a new basin (`tempering.basins_visited`). The gain is the ratio of basins
-# visited per forward row, tempered over plain, with a percentile bootstrap over the starting passages (each start
-# gives one tempered ensemble and one plain chain, independent of the other starts).
+# **The basin criterion, fixed before the run (notebook 03's).** The trap radius is the {glue:text}`t_radius_quantile`
+# quantile of the one-token embedding jitter of {glue:text}`t_cal` real passages of the same length with
+# {glue:text}`t_neighbours` one-token neighbours each (`semantic.one_token_neighbours`, before any chain runs); a
+# basin is a trap (`semantic.find_traps`) lasting at least {glue:text}`t_dwell` steps of the cold chain, and a trap
+# centred within the radius of an earlier basin's centre is a return, not a new basin (`tempering.basins_visited`).
+# The gain, basins per forward row tempered over plain, has a percentile bootstrap over the starting passages (each
+# gives one tempered ensemble and one plain chain, independent of the others).
 
 # %%
 cal_states, _ = sample_passages(mlm, texts, n_t, n_cal, seed=run["seed"] + 1)
@@ -505,53 +435,22 @@ radius = float(semantic.calibrated_thresholds(jitter, [q_radius])[0])
 print(f"trap radius r = {radius:.3f}: the {q_radius:g} quantile of {len(jitter)} one-token jitters, before any chain ran")
 
 x_t, start_ids = sample_passages(mlm, texts, n_t, E_t, seed=run["seed"])
-mlm_ladder = ladder(cold_t, hot_t, K_t)
-temp_mlm = replica_exchange(mlm, x_t, mlm_ladder, R_t, S_t, seed=run.seed_for("tempering"), energy="pll",
-                            record_every=every_t)
+temp_mlm = replica_exchange(mlm, x_t, ladder(cold_t, hot_t, K_t), R_t, S_t, seed=run.seed_for("tempering"),
+                            energy="pll", record_every=every_t)
 plain_mlm = plain_at_rows(mlm, x_t, cold_t, temp_mlm.forward_rows, K_t * S_t,
                           seed=run.seed_for("plain MH"), energy="pll", record_every=every_t)
-
-
-def embedded(records: torch.Tensor) -> np.ndarray:
-    """(R, B, n) token records → (R, B, d) sentence embeddings."""
-    R_, B_, n_ = records.shape
-    return semantic.embed(emb_model, mlm.decode(records.reshape(R_ * B_, n_))).reshape(R_, B_, -1)
-
-
-basins = {"tempered (cold replica)": (basins_visited(embedded(temp_mlm.cold), temp_mlm.steps.numpy(), radius, dwell_t),
-                                      temp_mlm.forward_rows, int(temp_mlm.steps[-1])),
-          "plain MH": (basins_visited(embedded(plain_mlm.states), plain_mlm.steps.numpy(), radius, dwell_t),
-                       plain_mlm.forward_rows, int(plain_mlm.steps[-1]))}
-rows = []
-for name, (b, fwd, steps_run) in basins.items():
-    per_row = 1000 * b / (fwd / E_t)  # basins per thousand forward rows, per start (each start's share of the rows)
-    est, low, high = bootstrap_ci(per_row, seed=run["seed"])
-    rows.append(dict(sampler=name, temperature=cold_t, starts=E_t, cold_steps=steps_run, forward_rows=fwd,
-                     basins_mean=float(b.mean()), basins_min=int(b.min()), basins_max=int(b.max()),
-                     basins_per_1000_rows=est, low=low, high=high))
-mlm_tempering = run.save_table(pd.DataFrame(rows), "mlm_tempering")
+basins = report.basins(emb_model, mlm, temp_mlm, plain_mlm, radius, dwell_t)  # per sampler: basins per start
+mlm_tempering = run.save_table(report.mlm_tempering_table(basins, cold_t, E_t, run["seed"]), "mlm_tempering")
 b_t, b_p = basins["tempered (cold replica)"][0], basins["plain MH"][0]
-rows_t, rows_p = temp_mlm.forward_rows / E_t, plain_mlm.forward_rows / E_t
-
-
-def gain(idx) -> float:
-    """Basins per forward row, tempered over plain, on the resampled starts (nan where plain visits none)."""
-    den = b_p[idx].mean() / rows_p
-    return float(b_t[idx].mean() / rows_t / den) if den > 0 else np.nan
-
-
-gain_est, gain_low, gain_high = unit_bootstrap_ci(np.arange(E_t), gain, seed=run["seed"])
+gain = report.gain_text(*report.basin_gain(b_t, b_p, temp_mlm.forward_rows / E_t, plain_mlm.forward_rows / E_t,
+                                           run["seed"]))
 run.save_table(pd.DataFrame(dict(start=start_ids, tempered_basins=b_t, plain_basins=b_p)), "mlm_basins")
 mlm_swaps = run.save_table(report.swap_rates(temp_mlm), "mlm_swap_rates")
 trips_t = temp_mlm.round_trips
-report.glue_text(t_ensembles=E_t, t_length=n_t, t_rungs=K_t, t_ladder=report.ladder_text(temp_mlm),
-                 t_rounds=R_t, t_steps_per_round=S_t, t_cold=f"{cold_t:g}", t_chunk=K_t * S_t, t_every=every_t,
-                 t_radius_quantile=f"{q_radius:g}", t_cal=n_cal, t_neighbours=n_neighbours, t_dwell=dwell_t)
 fig = report.mlm_tempering_figure(b_t, b_p, mlm_swaps, cold_t, K_t, R_t)
 run.save_figure(fig, "mlm_tempering")
-gain = report.gain_text(gain_est, gain_low, gain_high)
-glue("mlm_tempering_finding", report.mlm_tempering_finding(mlm_tempering, gain, cold_t, E_t, mlm_swaps, trips_t),
-     display=False)
+report.glue_text(t_ladder=report.ladder_text(temp_mlm), mlm_tempering_finding=report.mlm_tempering_finding(
+    mlm_tempering, gain, cold_t, E_t, mlm_swaps, trips_t))
 report.mlm_tempering(mlm_tempering)
 
 # %% [markdown]
@@ -562,14 +461,10 @@ report.mlm_tempering(mlm_tempering)
 # **Tempering on the embedded model, at equal cost.** Left: basins visited (notebook 03's trap criterion) by the cold chain of each start, tempered and plain, joined per start. Right: the swap acceptance rate between neighbouring rungs of the ladder.
 # :::
 #
-# **What {numref}`fig-07-mlm-tempering` shows.**
-# ```{glue:md} mlm_tempering_finding
-# :format: myst
-# ```
-# How to read it: a line rising to the left is a start where tempering found more basins for the same cost. The
-# count depends on the basin criterion and on how long each cold chain runs (the plain chains take more steps for
-# the same rows, since no rows go to hotter rungs); the criterion was fixed before the run, and the count is a
-# reading of this design, not a check.
+# **What {numref}`fig-07-mlm-tempering` shows.** {glue:md}`mlm_tempering_finding` How to read it: a line rising to
+# the left is a start where tempering found more basins for the same cost. The count depends on the basin criterion,
+# fixed before the run, and on how long each cold chain runs (plain chains take more steps for the same rows, none
+# going to hotter rungs): it is a reading of this design, not a check.
 
 # %%
 run.conclude(

@@ -27,6 +27,13 @@ def reader(df: pd.DataFrame) -> pd.DataFrame:
                                                   .replace("_", " ")))
 
 
+def show(df: pd.DataFrame) -> None:
+    """Display `df` as the page's tables are shown: reader names (`reader`), three decimals (`plots.show_table`)."""
+    from IPython.display import display
+
+    display(show_table(reader(df)))
+
+
 def glue_design(run) -> None:
     """Glue the design's values for the prose ({glue:text}`starts` and so on): the page names values, not variables."""
     from myst_nb import glue
@@ -42,6 +49,12 @@ def glue_md(name: str, text: str) -> None:
     from myst_nb import glue
 
     glue(name, Markdown(text), display=False)
+
+
+def say(name: str, text: str) -> None:
+    """Print `text` and glue it (Markdown) as `name` for the prose."""
+    print(text)
+    glue_md(name, text)
 
 
 def _colour(k: int, n: int):
@@ -63,6 +76,24 @@ def roles_summary(manifest: dict, roles: pd.DataFrame, shared: set) -> str:
             f"{int(roles[roles.roles.str.contains('train')].documents.sum())}\n"
             + "sources of each set: " + "; ".join(f"{name}: {', '.join(s)}" for name, s in sources.items())
             + f"; MLM training text: {', '.join(s['name'] for s in manifest['sources'])}")
+
+
+def accuracy_table(score, emb: np.ndarray, labels: np.ndarray, method: str, train_rows: int,
+                   threshold: float) -> pd.DataFrame:
+    """The score's held-out accuracy (`political.accuracy_table`), overall and per class, with its design: the method,
+    the rows it was trained on and the threshold of the region."""
+    accuracy = political.accuracy_table(score, emb, labels)
+    accuracy.insert(0, "method", method)
+    accuracy["train_rows"], accuracy["threshold"] = train_rows, threshold
+    return accuracy
+
+
+def roles_table(rows: list[dict], start_ids: list[str], labelled: list[dict]) -> pd.DataFrame:
+    """The documents behind each set of text (every starting passage, the chosen starts, the score's labelled text),
+    their sources and their roles in the split (`political.document_roles`)."""
+    by_id = {r["id"]: r for r in rows}
+    return political.document_roles({"all starting passages": rows, "chosen starts": [by_id[i] for i in start_ids],
+                                     "labelled text (score)": labelled})
 
 
 def base_rate_table(inside: np.ndarray, topic: np.ndarray, docs: np.ndarray, seed: int) -> pd.DataFrame:
@@ -204,6 +235,19 @@ def escape_figure(escape_chains: pd.DataFrame, temps: list[float], record_steps:
 
 # ---- the trend in τ -----------------------------------------------------------------------------------------------
 
+def trend_contrasts(meta: pd.DataFrame, escape_chains: pd.DataFrame, seed: int) -> pd.DataFrame:
+    """Every pair of temperatures compared start by start (`political.temperature_contrasts`): time in the region from
+    political and from non-political starts, and escaping from political starts in the region."""
+    return pd.concat([
+        political.temperature_contrasts(meta[meta.start == "political"], "time_in_region", seed=seed
+                                        ).assign(start="political"),
+        political.temperature_contrasts(meta[meta.start == "not political"], "time_in_region", seed=seed
+                                        ).assign(start="not political"),
+        political.temperature_contrasts(escape_chains.assign(escaped=escape_chains.escaped.astype(float)), "escaped",
+                                        seed=seed).assign(start="political"),
+    ], ignore_index=True)
+
+
 def trend_verdicts(contrasts: pd.DataFrame) -> dict[tuple[str, str], str]:
     """Print each quantity's verdict (`political.trend_verdict`) and its pairwise contrasts; return the verdicts."""
     verdicts = {}
@@ -225,6 +269,13 @@ def show_trend_test(page_table: pd.DataFrame):
     display(show_table(reader(page_table.drop(columns=prose_cols))))
     return show_table(reader(page_table[["quantity", *prose_cols]])).set_properties(
         subset=["calibrated on", "to decide"], **{"min-width": "16em", "text-align": "left"})
+
+
+def at_temperatures(fpr: pd.DataFrame, edit_rate: pd.Series) -> pd.DataFrame:
+    """`political.corrupted_false_positives`'s rows, one per rate of `edit_rate`, with the temperature whose
+    non-political chains edited at that rate in front."""
+    fpr.insert(0, "temperature", edit_rate.index.to_numpy())
+    return fpr
 
 
 def conditional_summary(cond_row: dict, claim_share: float, t_claim: float) -> str:

@@ -27,6 +27,23 @@ def reader(df: pd.DataFrame) -> pd.DataFrame:
                                                   .replace("_", " ")))
 
 
+def show(df: pd.DataFrame) -> None:
+    """Display `df` as the page's tables are shown: reader names (`reader`), three decimals (`plots.show_table`)."""
+    from IPython.display import display
+
+    from glauber_mlm.pages.plots import show_table
+
+    display(show_table(reader(df)))
+
+
+def glue_md(name: str, text: str) -> None:
+    """Glue `text` (Markdown) as `name` for the prose."""
+    from IPython.display import Markdown
+    from myst_nb import glue
+
+    glue(name, Markdown(text), display=False)
+
+
 def glue_design(run, kinds: dict[str, float], q_radius: float, q_panel: list[float], q_deltas: list[float]) -> None:
     """Glue the design's values for the prose ({glue:text}`steps` and so on): the page names values, not variables."""
     from IPython.display import Markdown
@@ -149,28 +166,50 @@ def trajectory_maps(chain0: np.ndarray, record_steps: np.ndarray, text: np.ndarr
     return trajectory, maps
 
 
+def start_colours(n: int) -> list:
+    """One colour per starting passage, from a qualitative palette whose neighbours differ in hue (tab10, or tab20
+    beyond ten starts): the book's colour-blind palette has three near-identical oranges among its ten."""
+    import matplotlib.pyplot as plt
+
+    cmap = plt.get_cmap("tab10" if n <= 10 else "tab20")
+    return [cmap(k % cmap.N) for k in range(n)]
+
+
 def trajectory_map_figure(maps: list[tuple[str, np.ndarray]], record_steps: np.ndarray, dist: np.ndarray,
                           chain_start: np.ndarray, start_ids: list[str], kinds: dict[str, float], seeds: int,
                           model: str, steps: int):
-    """The first chain's projected embeddings (one panel per map), and every chain's distance from its start."""
+    """Top: the first chain's projected embeddings (one panel per map, PCA then UMAP); bottom, across the width:
+    every chain's distance from its start, one colour per starting passage, solid at low τ and dotted for its control."""
+    import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
+
+    from glauber_mlm.pages.plots import MAX_WIDTH
+
     PS = len(chain_start)
     tau_low, tau_ctl = kinds.values()
-    fig, axes = panels(len(maps) + 1, height=4.2)
-    for ax, (name, Y) in zip(axes, maps):
+    names = [name for name, _ in maps]
+    top = [names[0], names[0], names[1], names[1]] if len(maps) > 1 else [".", names[0], names[0], "."]  # one: centred
+    fig, ax_of = plt.subplot_mosaic([top, ["distance"] * 4], figsize=(MAX_WIDTH - 0.25, 8.6), layout="constrained",
+                                    height_ratios=[1.1, 1])
+    for name, Y in maps:
+        ax = ax_of[name]
         ax.plot(Y[:, 0], Y[:, 1], color="0.8", lw=0.5, zorder=1)
         sc = ax.scatter(Y[:, 0], Y[:, 1], c=record_steps, cmap="coolwarm_r", s=10, zorder=2)
-        ax.scatter(*Y[0], marker="*", s=180, color="k", zorder=3, label="start")
-        ax.set(title=f"{name} of the sentence embeddings", xlabel=f"{name} 1", ylabel=f"{name} 2")
-        legend_outside(ax, "below", ncol=1)
-    fig.colorbar(sc, ax=axes[len(maps) - 1], label="step")
-    ax = axes[-1]
+        ax.scatter(*Y[0], marker="*", s=180, color="k", zorder=3)
+        ax.set(title=f"{name} of the sentence embeddings (★: start)", xlabel=f"{name} 1", ylabel=f"{name} 2")
+    fig.colorbar(sc, ax=ax_of[maps[-1][0]], label="step")
+    ax = ax_of["distance"]
+    colours = start_colours(len(start_ids))
     for c in range(2 * PS):
         k = c % PS
-        ax.plot(record_steps, dist[:, c], lw=0.8, color=f"C{chain_start[k]}", ls="-" if c < PS else ":",
-                label=f"{start_ids[chain_start[k]]}" if c < PS and k % seeds == 0 else None)
-    ax.set(title=rf"distance from the start: $\tau = {tau_low:g}$ (solid), ${tau_ctl:g}$ (dotted)", xlabel="step",
-           ylabel=r"$\|e_t - e_0\|$")
-    legend_outside(ax, "below", ncol=2)
+        ax.plot(record_steps, dist[:, c], lw=1.0 if c < PS else 0.9, color=colours[chain_start[k]],
+                ls="-" if c < PS else ":", label=start_ids[chain_start[k]] if c < PS and k % seeds == 0 else None)
+    ax.set(title=rf"distance of every chain from its start: solid $\tau = {tau_low:g}$, dotted $\tau = {tau_ctl:g}$ "
+           "(its control)", xlabel="step", ylabel=r"$\|e_t - e_0\|$")
+    handles = [Line2D([], [], color="0.3", ls="-", label=rf"$\tau = {tau_low:g}$ (solid)"),
+               Line2D([], [], color="0.3", ls=":", label=rf"$\tau = {tau_ctl:g}$, control (dotted)")]
+    ax.legend(handles=handles + ax.get_legend_handles_labels()[0], loc="upper center", bbox_to_anchor=(0.5, -0.16),
+              ncol=3, frameon=False, title="line style: temperature; colour: starting passage")
     fig.suptitle(f"{model}: {steps} Glauber steps from {len(start_ids)} passages × {seeds} seed{'s' if seeds > 1 else ''}")
     return fig
 
@@ -302,24 +341,30 @@ def calibration_rows(named: dict, **extra) -> pd.DataFrame:
 
 def traps_figure(traps: pd.DataFrame, kinds: dict[str, float], start_ids: list[str], chain_start: np.ndarray,
                  chain_seed: np.ndarray, steps: int, radius: float, min_dwell: int):
-    """Each chain's traps as bars over the steps (blue escaped, orange censored), and the dwells' KM survival."""
+    """Top: each chain's traps as bars over the steps (blue escaped, orange censored), low τ above the line and the
+    controls below, each row labelled by its start (and seed, where there are several per start); bottom: the
+    dwells' Kaplan–Meier survival per temperature."""
     PS = len(chain_start)
-    tau_low, tau_ctl = kinds.values()
-    bars_height = 0.9 + 0.3 * 2 * PS  # one bar per chain, above the survival curves
+    several = len(set(chain_start.tolist())) < PS  # several seeds per start: the label needs the seed
+    bars_height = 0.9 + 0.34 * 2 * PS  # one bar per chain, above the survival curves
     fig, (ax, a2) = panels(2, height=(bars_height + 3.2) / 2, per_row=1,
                            gridspec_kw=dict(height_ratios=[bars_height, 3.2]))
     labels = []
     for c in range(2 * PS):
-        ax.plot([0, steps], [c, c], color="0.88", lw=6, solid_capstyle="butt")
+        ax.plot([0, steps], [c, c], color="0.88", lw=7, solid_capstyle="butt")
         for _, t in traps[traps.chain == c].iterrows():
-            ax.plot([t.start_step, t.end_step], [c, c], lw=6, solid_capstyle="butt",
+            ax.plot([t.start_step, t.end_step], [c, c], lw=7, solid_capstyle="butt",
                     color="tab:blue" if t.escaped else "tab:orange")
-        labels.append(f"τ={tau_low if c < PS else tau_ctl:g} {start_ids[chain_start[c % PS]]} s{chain_seed[c % PS]}")
-    ax.axhline(PS - 0.5, color="k", lw=0.6)
-    ax.set(yticks=range(2 * PS), xlabel="step", title=rf"traps ($r = {radius:.3f}$, ≥ {min_dwell} steps): "
-           "blue escaped, orange censored")
-    ax.set_yticklabels(labels, fontsize=8)
+        labels.append(start_ids[chain_start[c % PS]] + (f" s{chain_seed[c % PS]}" if several else ""))
+    ax.axhline(PS - 0.5, color="k", lw=0.8)
+    ax.set(yticks=range(2 * PS), xlabel="step", xlim=(0, steps), title=rf"traps ($r = {radius:.3f}$, ≥ {min_dwell} "
+           "steps): blue escaped, orange censored")
+    ax.set_yticklabels(labels)
     ax.invert_yaxis()
+    halves = ax.secondary_yaxis("right")  # which half a row belongs to, named once beside it
+    halves.set_yticks([(PS - 1) / 2, PS + (PS - 1) / 2],
+                      [rf"$\tau = {tau:g}$" + ("\n(control)" if k == "control" else "") for k, tau in kinds.items()])
+    halves.tick_params(length=0)
     grid = np.arange(0, steps + 1)
     for k, color in zip(kinds, ("tab:blue", "tab:red")):
         tk = traps[traps.kind == k]
