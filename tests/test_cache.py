@@ -256,5 +256,6 @@ def test_the_advice_gives_the_plans_time_for_the_reused_pages_on_this_machine(mo
     works = plan.plan(names[:1], "cpu", notebooks_dir=book.NOTEBOOKS)
     expected = plan.duration(sum(plan.seconds(w, rates) or 0.0 for w in works["06_has_my_chain_mixed"]))
     assert reuse.estimate(names, "cpu", None, 1.0, book.NOTEBOOKS) == (
-        f"the plan's time: at most about {expected} on this machine for 1 page(s) (an upper bound: coupled pairs are "
-        "counted for their whole budget; glauber-mlm plan --calibrate); not counted: 99_not_counted")
+        f"the plan's time: about {expected} on this machine for 1 page(s) (forwards and exact-model steps, coupled "
+        "pairs at their expected length where the notebook gives one, else their whole budget; glauber-mlm plan "
+        "--calibrate); not counted: 99_not_counted")

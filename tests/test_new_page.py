@@ -55,9 +55,9 @@ def plan_table(world: Path) -> dict[str, list[str]]:
 
 
 def printed_plan(world: Path) -> dict[str, list[str]]:
-    """`glauber-mlm plan --profile paper`'s summary rows at the GPU rates of the table, by notebook."""
+    """`glauber-mlm plan --profile paper --worst-case`'s summary rows at the GPU rates of the table, by notebook."""
     works = plan.plan(known_notebooks(world / "notebooks"), "paper", notebooks_dir=world / "notebooks")
-    table, _ = plan.summary_table(works, PLAN_TABLE_RATES["GPU"]())
+    table, _ = plan.summary_table(works, PLAN_TABLE_RATES["GPU"](), worst_case=True)
     rows = [[c.strip() for c in line.strip("|").split("|")] for line in table.splitlines()[2:]]
     return {row[0]: row for row in rows}
 

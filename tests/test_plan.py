@@ -14,8 +14,9 @@ import torch
 import glauber_mlm as gm
 from glauber_mlm.measures import margins, semantic
 from glauber_mlm import exact
-from glauber_mlm.book.plan import (PUBLISHED_CONFIGS, CountingModel, Rates, Work, calibrate, forward_flops, has_plan,
-                                   main, model_shape, plan, resolved_parameters, seconds)
+from glauber_mlm.book.plan import (EXACT_DESIGNS, PUBLISHED_CONFIGS, CountingModel, Rates, Work, calibrate,
+                                   calibrate_exact, forward_flops, has_plan, main, meeting, model_shape,
+                                   notebook_table, plan, resolved_parameters, seconds, solve_exact, timed_work)
 from glauber_mlm.models.hf import DEFAULT_MODEL
 from glauber_mlm.models.passages import load_passages, passage_pairs, sample_passages
 from glauber_mlm.measures.rectangle import float64_twin
@@ -79,7 +80,46 @@ def test_time_is_flops_over_rate_with_a_latency_floor():
     assert seconds(Work("m", "bert-base-uncased", 32, 1000, 10, "float32"), Rates(1e12, 1e11, 0.0, "")) == \
         pytest.approx(flops / 1e11)
     assert seconds(work, Rates(1e18, 1e18, 2.0, "")) == 20.0  # 10 calls × 2 s
-    assert seconds(Work("coupling", "Ising", 8, 10, 5, kind="exact"), Rates(1, 1, 1, "")) is None
+    assert seconds(Work("coupling", "Ising", 8, 10, 5, kind="exact"), Rates(1, 1, 1, "")) is None  # no exact rates
+
+
+def test_exact_work_is_timed_at_its_steps_rows_and_coupling_reads():
+    """A planted exact part: calls × step + rows × (row + n·q² × read), q = `states`."""
+    rates = Rates(1, 1, 1, "", exact_step=1e-3, exact_row=2e-6, exact_read=1e-9)
+    ising = Work("coupling", "Ising chain", 8, rows=1000, calls=10, kind="exact")
+    assert seconds(ising, rates) == pytest.approx(10 * 1e-3 + 1000 * (2e-6 + 8 * 2**2 * 1e-9))
+    pairwise = Work("rectangles", "pairwise model", 24, rows=5000, calls=3, kind="exact", states=64)
+    assert seconds(pairwise, rates) == pytest.approx(3 * 1e-3 + 5000 * (2e-6 + 24 * 64**2 * 1e-9))
+    assert seconds(Work("none", "Ising chain", 8, 0, 0, kind="exact"), rates) == 0.0
+
+
+def test_runs_that_stop_at_meeting_are_timed_at_their_expected_length_unless_worst_case():
+    # 10 pairs, budget 100, lag 4: 10 · (4 + 2 · 5) rows, 4 + 30 calls; each length capped at the budget
+    assert meeting(10, 100, typical=5, slowest=30, lag=4) == (140, 34)
+    assert meeting(10, 100, typical=500, slowest=900) == (2000, 100)
+    assert meeting(10, 100, typical=8, slowest=2) == (160, 8)  # the slowest pair is never before the typical one
+    rates = Rates(1, 1, 1, "", exact_step=1e-3, exact_row=1e-6)
+    part = Work("pairs", "Ising chain", 8, rows=2000, calls=100, kind="exact", upper=True, expected=(140, 34))
+    assert timed_work(part) == (140, 34) and timed_work(part, worst_case=True) == (2000, 100)
+    assert seconds(part, rates) == pytest.approx(34e-3 + 140 * 1e-6)
+    assert seconds(part, rates, worst_case=True) == pytest.approx(100e-3 + 2000 * 1e-6)
+    assert timed_work(Work("p", "Ising chain", 8, 10, 5, expected=(50, 50))) == (10, 5)  # never above the bound
+    lagged = Work("L-lag", "bert-base-uncased", 32, rows=1000, calls=100, upper=True, expected=(250, 20))
+    flops = forward_flops(model_shape("bert-base-uncased"), 32)
+    assert seconds(lagged, Rates(1e12, 1e12, 0.0, "")) == pytest.approx(250 * flops / 1e12)
+    assert seconds(lagged, Rates(1e18, 1e18, 0.5, "")) == pytest.approx(10.0)  # 20 calls × 0.5 s
+    assert seconds(lagged, Rates(1e18, 1e18, 0.5, ""), worst_case=True) == pytest.approx(50.0)
+
+
+def test_the_exact_calibration_recovers_planted_rates():
+    """`solve_exact` on step times built from known rates gives them back; the timed calibration gives rates ≥ 0."""
+    step, row, read = 5e-4, 7e-7, 2e-9
+    per_step = [step + 2 * pairs * (row + n * q**2 * read) for pairs, n, q, _ in EXACT_DESIGNS]
+    assert solve_exact(per_step) == pytest.approx((step, row, read))
+    with pytest.raises(ValueError, match="share n and q"):
+        solve_exact(per_step, ((1, 8, 2, 1), (4, 16, 2, 1), (2, 8, 4, 1)))
+    measured = calibrate_exact(reps=1)
+    assert measured[0] > 0 and all(r >= 0 for r in measured)
 
 
 def test_02_coupled_pairs_never_exceed_the_plan_and_match_it_when_none_can_meet(mlm, texts):
@@ -284,13 +324,17 @@ def test_00_mlm_rectangles_and_exact_chains_against_the_plan(mlm, texts):
     n = max(p["lengths"])
     x0, y0 = (torch.randint(2, (p["pairs"], n), generator=torch.Generator().manual_seed(s)) for s in (1, 2))
     res = gm.coupling_times(exact.potts_chain(n, 2, p["coupling"]), x0, y0, p["budget"], max(p["temperatures"]), seed=0)
-    assert res.forward_rows <= line(works, "Ising coupling, high τ", n).rows / len(p["temperatures"])
+    planned = line(works, "Ising coupling, high τ", n)
+    assert res.forward_rows <= planned.rows / len(p["temperatures"])
+    if planned.expected is not None and len(p["temperatures"]) == 1:  # the rows it expects: within a factor of 2
+        assert planned.expected[0] / 2 <= res.forward_rows <= 2 * planned.expected[0]
 
 
 def test_calibration_measures_positive_rates(mlm):
     rates = calibrate(None, 8, device="cpu")
     assert rates.default > 0 and rates.float32 > 0 and rates.latency > 0
-    assert "rows/s" in rates.source and "cpu" in rates.source
+    assert rates.times_exact and rates.exact_step > 0
+    assert "rows/s" in rates.source and "cpu" in rates.source and "exact models" in rates.source
 
 
 def test_command_prints_every_notebook_and_the_verdict(capsys):
@@ -301,6 +345,9 @@ def test_command_prints_every_notebook_and_the_verdict(capsys):
                  "## Summary"):
         assert name in out
     assert "target: 1 h; estimated" in out and ": fits." in out
+    assert "exact models counted, not timed" in out  # given rates time no exact model
+    assert main(["plan", "--profile", "smoke", "--only", "00_exact_models", "--tflops", "1", "--worst-case"]) == 0
+    assert "every part timed at its bound" in capsys.readouterr().out
 
 
 def test_command_overrides_apply_to_the_notebooks_that_declare_them(capsys):
@@ -341,6 +388,8 @@ def test_07_lag_runs_and_exact_models_against_the_plan(mlm, texts):
                            seed=p["seed"] * 1_000_000 + 800_000 + 10_000 * n + torch.arange(T * P))
         planned = line(works, "L-lag runs", n)
         assert T * P * p["lag"] < res.forward_rows <= planned.rows and planned.upper
+        if planned.expected is not None:  # the rows the notebook expects: within a factor of 2 of the run's
+            assert planned.expected[0] / 2 <= res.forward_rows <= 2 * planned.expected[0]
     wells = exact.potts_chain(p["well_length"], 2, coupling=p["well_coupling"])
     start = torch.zeros(p["ensembles"], p["well_length"], dtype=torch.int64)
     temp = replica_exchange(wells, start, ladder(1.0, p["hot"], p["rungs"]), p["rounds"], p["steps_per_round"],
@@ -388,6 +437,26 @@ def planned_work(p: dict) -> list[Work]:
 
 show_plan(planned_work(run.params))
 '''
+
+
+TOY_PAIRS = '''    return [Work("chains", p["model"], 8, ROWS_PER_STEP * p["chains"] * p["steps"], p["steps"]),
+            Work("pairs", "Ising chain", 8, 2 * p["chains"] * p["steps"], p["steps"], kind="exact", upper=True,
+                 states=3, expected=meeting(p["chains"], p["steps"], TYPICAL, SLOWEST))]
+'''
+
+
+def test_a_notebook_declares_expected_lengths_and_states(tmp_path):
+    """A plan cell's `expected` (from `meeting`, with its constants) and `states` reach the plan, its table and time."""
+    toy = TOY.replace("import Work, show_plan", "import Work, meeting, show_plan").replace(
+        "ROWS_PER_STEP = 1\n", "ROWS_PER_STEP = 1\nTYPICAL = 4\nSLOWEST = 9\n").replace(
+        '''    return [Work("chains", p["model"], 8, ROWS_PER_STEP * p["chains"] * p["steps"], p["steps"])]\n''', TOY_PAIRS)
+    (tmp_path / "93_toy.py").write_text(toy.replace("90_toy", "93_toy"))
+    pairs = plan(["93_toy"], "cpu", notebooks_dir=tmp_path)["93_toy"][1]
+    assert (pairs.rows, pairs.calls, pairs.states, pairs.expected) == (1000, 100, 3, (5 * 2 * 4, 9))
+    rates = Rates(1, 1, 1, "", exact_step=1e-3, exact_row=1e-6)
+    assert seconds(pairs, rates) == pytest.approx(9e-3 + 40e-6)
+    table = notebook_table([pairs], rates)
+    assert "≤ 1,000 (~ 40 expected)" in table and "100 (~ 9)" in table and "q = 3" in table
 
 
 def test_the_plan_runs_the_notebooks_own_counting_rule(tmp_path):

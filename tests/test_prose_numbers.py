@@ -164,7 +164,7 @@ def test_the_plan_table_is_what_glauber_mlm_plan_prints(capsys):
     printed = {}
     for column, rates in (("gpu", ["--tflops", "350", "23", "--latency-ms", "5"]),
                           ("quiet", ["--throughput", "354", "--latency-ms", "14.4"])):
-        assert plan.main(["--profile", "paper", *rates]) == 0
+        assert plan.main(["--profile", "paper", "--worst-case", *rates]) == 0
         out = capsys.readouterr().out
         for row in _table(out, "| notebook | MLM rows"):
             printed.setdefault(row[0], {}).update(rows=row[1], sentences=row[3].replace("0", "") if row[3] == "0"

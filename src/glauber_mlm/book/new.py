@@ -147,8 +147,9 @@ def with_rules_entry(rules: str, name: str, page: Path, date: str | None = None)
 
 
 def _summary_rows(works: dict[str, list[plan.Work]], rates: plan.Rates) -> list[list[str]]:
-    """`plan.summary_table`'s rows as cells: notebook, MLM rows, lengths, sentences, exact rows, FLOPs, time."""
-    table, _ = plan.summary_table(works, rates)
+    """`plan.summary_table`'s rows as cells, every part at its bound (the table is the worst case, `plan
+    --worst-case`): notebook, MLM rows, lengths, sentences, exact rows, FLOPs, time."""
+    table, _ = plan.summary_table(works, rates, worst_case=True)
     return [[c.strip() for c in line.strip("|").split("|")] for line in table.splitlines()[2:]]
 
 
@@ -159,8 +160,8 @@ def _column(header: str) -> str | None:
 
 
 def with_plan_rows(text: str, notebooks_dir: Path) -> str:
-    """run_it_yourself.md's text with its plan table (`PLAN_TABLE`) as `glauber-mlm plan --profile paper` prints it
-    at `PLAN_TABLE_RATES`: a row added for each notebook it lacks ("–" in a column the plan does not print), and in
+    """run_it_yourself.md's text with its plan table (`PLAN_TABLE`) as `glauber-mlm plan --profile paper --worst-case`
+    prints it at `PLAN_TABLE_RATES`: a row added for each notebook it lacks ("–" in a column the plan does not print), and in
     every row, the total's included, the rows, sentences and FLOPs as printed and the first time of the GPU and quiet
     cells replaced where it differs from the plan's by more than 5 % (what the plan does not print is kept: a row's
     label and lengths, a range at other rates, the dated calibration's column)."""

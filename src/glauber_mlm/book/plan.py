@@ -2,7 +2,7 @@
 
     glauber-mlm plan [--profile cpu] [--model M] [--scale S] [--only NAME ...] [-p KEY VALUE ...]
                      [--calibrate | --throughput ROWS_PER_S [FP32_ROWS_PER_S] | --tflops TFLOP_S [FP32_TFLOP_S]]
-                     [--reference M] [--length 32] [--latency-ms MS] [--target-hours 24]
+                     [--reference M] [--length 32] [--latency-ms MS] [--target-hours 24] [--worst-case]
 
 For each notebook it prints the forward rows (conditionals ℓ_i(·|x_{-i}), one sequence through the model each)
 that the run evaluates, part by part with their sequence length n, read off the notebook's parameters resolved
@@ -11,8 +11,9 @@ their matmul FLOPs from the model's config; and, given a rate, a wall-time estim
 
 FLOPs of one row of n tokens (the frame adds 2, L = n + 2): layers · L · (8h² + 4hI + 4Lh) for the encoder
 plus 2h² + 2hV for the MLM head at the site (the formula of book/performance.md and benchmarks/throughput.py).
-Sentence embeddings (notebooks 03, 04) count the embedder's encoder only. Exact models (00, and 01's noise
-reference) are counted in rows but not in FLOPs or time: their conditionals are a few table look-ups.
+Sentence embeddings (notebooks 03, 04, 07) count the embedder's encoder only. Exact models (00, 01's planted
+pairwise models, 07's Ising and two-well chains, 08's restricted chains) have no FLOPs: a conditional of a
+pairwise model gathers its n·q² couplings (q = `Work.states`), one of a restricted chain reads a table.
 
 Counting rules: each notebook declares its own, `planned_work(p) -> list[Work]` in its cell tagged "plan" (right
 after its PROFILES), which the notebook prints in its set-up and this module executes (`planned_work`). Rows are
@@ -22,12 +23,22 @@ whole budget as if no pair met; identical rectangle queries and repeated texts a
 sites are counted off (k = 1): where steps keep their tokens and rows are cheap, the engine evaluates sites ahead
 (`glauber(speculate=None)`), which adds discarded rows to fewer, cheaper-per-row calls.
 
-Time of a part = max(FLOPs / achieved FLOP/s of its dtype, sequential forward calls × latency of one call).
-The achieved FLOP/s come from `--calibrate` (a few `glauber` steps of the reference model on this device,
+Runs that stop when their pairs meet (coupling times, L-lag runs) are timed at their expected length where the
+notebook gives one (`Work.expected`, the rows and calls it expects, e.g. from `meeting`: every pair's typical
+meeting step and the batch's slowest, each capped at the budget, from the chain's known contraction or a
+typical meeting step the notebook states), else at their bound; `--worst-case` times every part at its bound.
+
+Time of an MLM or embedder part = max(FLOPs / achieved FLOP/s of its dtype, sequential forward calls × latency of
+one call). Time of an exact-model part = calls × (seconds of one sampler step on an exact model) + rows × (seconds
+per row + n·q² × seconds per coupling read), the three calibrated together (`calibrate_exact`: coupled Potts
+pairs that never meet, one pair alone for the step, 512 rows at q = 2 and 64 rows at q = 32 for the two per-row
+costs). The achieved FLOP/s come from `--calibrate` (a few `glauber` steps of the reference model on this device,
 B = 64 chains of `--length` tokens, in its default dtype; fp32 `logits` on the same rows; one chain alone for
-the latency), from `--throughput` (rows per second of the reference model at `--length`) or from `--tflops`.
-They are applied to every model of the plan: a small reference model reaches a lower share of the peak
-than a base-sized one on a GPU, so the estimate is conservative there.
+the latency; and the exact-model rates), from `--throughput` (rows per second of the reference model at
+`--length`) or from `--tflops`; only `--calibrate` times exact models. The rates are applied to every model of the
+plan: a small reference model reaches a lower share of the peak than a base-sized one on a GPU, so the estimate is
+conservative there. Not timed: kernel starts, imports, statistics (bootstraps, fits), plotting, and the dense
+linear algebra of an enumerated chain (08's kernels, laws, mixing times and gaps).
 """
 from __future__ import annotations
 
@@ -81,17 +92,28 @@ class Work:
     upper: bool = False  # rows is an upper bound (work leaves the batch, or repeats are evaluated once)
     note: str = ""
     instead_of: str = ""  # the upstream notebook (`contract.READS`) whose published table, on this model, replaces it
+    states: int = 2  # exact models: states per site q (a pairwise model's conditional reads n·q² couplings)
+    expected: tuple[int, int] | None = None  # (rows, calls) the run is expected to do where rows is an upper bound
+    #   that it stops short of (pairs that meet leave): the plan times these (`meeting` computes them for coupled pairs)
 
 
 @dataclass(frozen=True)
 class Rates:
     """Achieved FLOP/s on the device for forwards in the default dtype and in fp32 (also used for fp64),
-    and the seconds of one forward call of a narrow batch (the floor of a latency-bound chain)."""
+    and the seconds of one forward call of a narrow batch (the floor of a latency-bound chain); for exact models
+    (`calibrate_exact`; 0: not timed) the seconds of one sampler step, of one row, and of one coupling read."""
 
     default: float
     float32: float
     latency: float
     source: str
+    exact_step: float = 0.0
+    exact_row: float = 0.0
+    exact_read: float = 0.0
+
+    @property
+    def times_exact(self) -> bool:
+        return self.exact_step > 0 or self.exact_row > 0 or self.exact_read > 0
 
 
 # ---- model shapes and FLOPs -------------------------------------------------------------------------------------
@@ -147,12 +169,39 @@ def work_flops(work: Work) -> float:
     return work.rows * forward_flops(model_shape(work.model, work.kind), work.n, head=work.kind == "mlm")
 
 
-def seconds(work: Work, rates: Rates) -> float | None:
-    """max(FLOPs / FLOP/s of its dtype, calls × latency); None for an exact model (not timed)."""
+def meeting(pairs: int, budget: int, typical: float, slowest: float, lag: int = 0) -> tuple[int, int]:
+    """The (rows, calls) expected of `pairs` pairs run in one batch for at most `budget` coupled steps, two rows a
+    pair a step until it meets, after a lag phase of `lag` steps (one row a pair a step; an L-lag run's): each pair
+    meets after `typical` coupled steps on average and the batch's slowest after `slowest`, both capped at the
+    budget. For a `Work.expected`."""
+    typical = min(max(float(typical), 1.0), budget)
+    slowest = min(max(float(slowest), typical), budget)
+    return math.ceil(pairs * (lag + 2 * typical)), math.ceil(lag + slowest)
+
+
+def timed_work(work: Work, worst_case: bool = False) -> tuple[int, int]:
+    """The (rows, calls) a part is timed at: its expected ones where it declares them, else (or `worst_case`) its
+    counted ones."""
+    if work.expected is None or worst_case:
+        return work.rows, work.calls
+    rows, calls = work.expected
+    return min(rows, work.rows), min(calls, work.calls)
+
+
+def exact_seconds(n: int, states: int, rows: float, calls: float, rates: Rates) -> float:
+    """calls × seconds a step + rows × (seconds a row + n·q² × seconds a coupling read)."""
+    return calls * rates.exact_step + rows * (rates.exact_row + n * states**2 * rates.exact_read)
+
+
+def seconds(work: Work, rates: Rates, worst_case: bool = False) -> float | None:
+    """An MLM or embedder part: max(FLOPs / FLOP/s of its dtype, calls × latency). An exact model: `exact_seconds`,
+    None where the rates have no exact-model rates (given, not calibrated). At the expected rows and calls where the
+    part declares them (`timed_work`), unless `worst_case`."""
+    rows, calls = timed_work(work, worst_case)
     if work.kind == "exact":
-        return None
+        return exact_seconds(work.n, work.states, rows, calls, rates) if rates.times_exact else None
     rate = rates.default if work.dtype == "default" else rates.float32
-    return max(work_flops(work) / rate, work.calls * rates.latency)
+    return max(work_flops(work) * rows / max(work.rows, 1) / rate, calls * rates.latency)
 
 
 # ---- the counting rule of each notebook, read from its cell tagged "plan" ----------------------------------------
@@ -199,8 +248,8 @@ def show_plan(works: list[Work]) -> None:
     """Print a notebook's planned work in its set-up (the rows `glauber-mlm plan` counts for this run)."""
     print("planned forward work (glauber-mlm plan counts the same):")
     for w in works:
-        model = f"{w.model} (exact)" if w.kind == "exact" else _model_name(w.model, w.kind)
-        print(f"  {w.part}: {_rows(w)} rows of {model} at n = {w.n}, {w.calls:,} calls"
+        model = f"{w.model} (exact, q = {w.states})" if w.kind == "exact" else _model_name(w.model, w.kind)
+        print(f"  {w.part}: {_rows(w)} rows of {model} at n = {w.n}, {_calls(w)} calls"
               + (f" ({w.note})" if w.note else ""))
 
 
@@ -276,10 +325,63 @@ def calibrate(reference: str | None, n: int, device: str | None = None) -> Rates
     single = timed(lambda: glauber(mlm, states[:1], CALIBRATION_STEPS)) / CALIBRATION_STEPS
     per_row = forward_flops(shape_from_config(mlm.model.config.to_dict(), mlm.name), n)
     B = CALIBRATION_BATCH
+    step, row, read = calibrate_exact()
     return Rates(B * per_row / batch, B * per_row / fp32, single,
                  f"calibrated on {mlm.device} with {mlm.name} ({B} chains × {n} tokens): {B / batch:,.0f} rows/s in "
                  f"{str(mlm.dtype).removeprefix('torch.')}, {B / fp32:,.0f} rows/s in float32, "
-                 f"{1e3 * single:.1f} ms per step of one chain")
+                 f"{1e3 * single:.1f} ms per step of one chain; exact models: {_exact_source(step, row, read)}",
+                 step, row, read)
+
+
+# (pairs, sites n, states q, steps) of `calibrate_exact`'s three timings: one pair alone (the step), many cheap rows
+# (an Ising chain's), and costly ones at the size of 01's planted pairwise models in a batch of 128 rows, whose
+# couplings (100 MB) no cache holds, as in the notebooks' batches (a batch of 32 such rows reads 5 times faster)
+EXACT_DESIGNS = ((1, 32, 2, 200), (256, 32, 2, 100), (64, 24, 64, 8))
+EXACT_REPS = 5  # timings per design, after a warm-up of all three; the fastest is kept (exact steps are short, and
+#                 a shared CPU's other work only slows them)
+
+
+def calibrate_exact(reps: int = EXACT_REPS) -> tuple[float, float, float]:
+    """Seconds of one sampler step on an exact model, of one row, and of one coupling read (a row of a pairwise model
+    on n sites and q states reads n·q²), here, on the CPU where exact models run: `coupling_times` of Potts pairs
+    00…0 / 11…1 at τ = 0.01, which never meet, at each of `EXACT_DESIGNS`; the fastest of `reps` timings. The three
+    times per step t = step + 2P · (row + n·q² · read) are solved for the three rates (each kept ≥ 0). A coupled
+    step costs about what a Glauber, MH or L-lag step does (within a factor of 1.6 here)."""
+    import torch
+
+    from ..exact import potts_chain
+    from ..samplers.coupling import coupling_times
+
+    runs = [(potts_chain(n, q, 1.0), torch.zeros(pairs, n, dtype=torch.int64), steps)
+            for pairs, n, q, steps in EXACT_DESIGNS]
+
+    def once(k: int) -> float:
+        model, x, steps = runs[k]
+        started = time.perf_counter()
+        coupling_times(model, x, x + 1, steps, 0.01, seed=0, speculate=1)
+        return (time.perf_counter() - started) / steps
+
+    for k in range(len(runs)):
+        once(k)  # warm-up
+    return solve_exact([min(once(k) for _ in range(reps)) for k in range(len(runs))])
+
+
+def solve_exact(per_step: list[float], designs=EXACT_DESIGNS) -> tuple[float, float, float]:
+    """(step, row, read) from the seconds per coupled step at each of `designs` (pairs P, n, q, steps): the three
+    equations t = step + 2P · (row + n·q² · read), the first two designs at one (n, q), each rate kept ≥ 0."""
+    (p1, n1, q1, _), (p2, n2, q2, _), (p3, n3, q3, _) = designs
+    if (n1, q1) != (n2, q2) or p1 == p2 or n3 * q3**2 == n2 * q2**2:
+        raise ValueError(f"designs {designs}: the first two must share n and q and differ in pairs, the third differ "
+                         "in n·q².")
+    cheap = max((per_step[1] - per_step[0]) / (2 * p2 - 2 * p1), 0.0)  # row + n2·q2² · read
+    step = max(per_step[0] - 2 * p1 * cheap, 0.0)
+    costly = max((per_step[2] - step) / (2 * p3), cheap)  # row + n3·q3² · read
+    read = (costly - cheap) / (n3 * q3**2 - n2 * q2**2)
+    return step, max(cheap - n2 * q2**2 * read, 0.0), read
+
+
+def _exact_source(step: float, row: float, read: float) -> str:
+    return f"{1e3 * step:.2f} ms a step, {1e6 * row:.2f} µs a row, {1e9 * read:.2f} ns a coupling read"
 
 
 def rates_from_throughput(rows_per_s: list[float], reference: str | None, n: int, latency: float) -> Rates:
@@ -330,22 +432,31 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
 
 
 def _rows(work: Work) -> str:
-    return ("≤ " if work.upper else "") + f"{work.rows:,}"
+    """'1,000', '≤ 25,600,000' or '≤ 25,600,000 (~ 312,000 expected)'."""
+    expected = f" (~ {work.expected[0]:,} expected)" if work.expected is not None else ""
+    return ("≤ " if work.upper else "") + f"{work.rows:,}" + expected
 
 
-def notebook_table(works: list[Work], rates: Rates | None) -> str:
-    """One line per part: model, n, rows, sequential calls, dtype, FLOPs and time."""
+def _calls(work: Work) -> str:
+    return f"{work.calls:,}" + (f" (~ {work.expected[1]:,})" if work.expected is not None else "")
+
+
+def notebook_table(works: list[Work], rates: Rates | None, worst_case: bool = False) -> str:
+    """One line per part: model, n, rows, sequential calls, dtype, FLOPs and time (an exact model's dtype column
+    gives its q)."""
     header = ["part", "model", "n", "rows", "calls", "dtype", "FLOPs"] + (["time"] if rates else [])
     lines = []
     for w in works:
         flops = "–" if w.kind == "exact" else _si(work_flops(w))
         line = [w.part + (f" ({w.note})" if w.note else ""), _model_name(w.model, w.kind) if w.kind != "exact" else
-                f"{w.model} (exact)", str(w.n), _rows(w), f"{w.calls:,}", "–" if w.kind == "exact" else w.dtype, flops]
-        lines.append(line + ([duration(seconds(w, rates))] if rates else []))
+                f"{w.model} (exact)", str(w.n), _rows(w), _calls(w), f"q = {w.states}" if w.kind == "exact" else w.dtype,
+                flops]
+        lines.append(line + ([duration(seconds(w, rates, worst_case))] if rates else []))
     return _table(header, lines)
 
 
-def summary_table(works: dict[str, list[Work]], rates: Rates | None) -> tuple[str, float | None]:
+def summary_table(works: dict[str, list[Work]], rates: Rates | None, worst_case: bool = False
+                  ) -> tuple[str, float | None]:
     """Per notebook: MLM rows, sentences embedded, lengths, FLOPs and time; the total. Returns (table, total seconds)."""
     header = ["notebook", "MLM rows", "lengths n", "sentences embedded", "exact-model rows", "FLOPs"] + (
         ["time"] if rates else [])
@@ -359,7 +470,7 @@ def summary_table(works: dict[str, list[Work]], rates: Rates | None) -> tuple[st
         line = [name, count(ws, "mlm"), lengths, count(ws, "embedder"), count(ws, "exact"),
                 _si(sum(work_flops(w) for w in ws))]
         if rates:
-            s = sum(seconds(w, rates) or 0.0 for w in ws)
+            s = sum(seconds(w, rates, worst_case) or 0.0 for w in ws)
             total_s += s
             line.append(duration(s))
         lines.append(line)
@@ -369,17 +480,22 @@ def summary_table(works: dict[str, list[Work]], rates: Rates | None) -> tuple[st
     return _table(header, lines), (total_s if rates else None)
 
 
-def render(works: dict[str, list[Work]], profile: str, rates: Rates | None, target_hours: float) -> str:
+def render(works: dict[str, list[Work]], profile: str, rates: Rates | None, target_hours: float,
+           worst_case: bool = False) -> str:
     """The whole plan: each notebook's parts, the summary, and the total against the target."""
+    timing = ("every part timed at its bound (--worst-case)" if worst_case else
+              "runs that stop when pairs meet timed at their expected rows and calls (~) where the notebook gives them")
+    exact = ("exact models timed at the calibrated step, row and coupling-read costs" if rates and rates.times_exact
+             else "exact models counted, not timed (--calibrate times them)")
     out = [f"# Plan: profile {profile}", "",
            "rows: forward rows (one sequence of n tokens through the model each); ≤: an upper bound (pairs that meet "
-           "leave the batch, repeats are evaluated once); calls: sequential forward calls; dtype default: the model's "
-           "sampling dtype on the device (bf16 on a GPU or a CPU with native bf16, else fp32); exact models are counted, "
-           "not timed.", ""]
+           "leave the batch, repeats are evaluated once); ~: the rows and calls the notebook expects; calls: sequential "
+           "forward calls; dtype default: the model's sampling dtype on the device (bf16 on a GPU or a CPU with native "
+           f"bf16, else fp32), q: an exact model's states per site; {exact}; {timing}.", ""]
     out.append(f"rates: {rates.source}" if rates else "rates: none given (--calibrate, --throughput or --tflops adds times)")
     for name, ws in works.items():
-        out += ["", f"## {name}", "", notebook_table(ws, rates)]
-    table, total = summary_table(works, rates)
+        out += ["", f"## {name}", "", notebook_table(ws, rates, worst_case)]
+    table, total = summary_table(works, rates, worst_case)
     out += ["", "## Summary", "", table]
     if total is not None:
         verdict = "fits" if total <= 3600 * target_hours else f"does not fit ({total / 3600 / target_hours:.3g}× the target)"
@@ -411,6 +527,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--latency-ms", type=float, default=0.0,
                    help="milliseconds per forward call for --throughput and --tflops [0; --calibrate measures it]")
     p.add_argument("--target-hours", type=float, default=24.0, help="the wall time the run should fit in [24]")
+    p.add_argument("--worst-case", action="store_true",
+                   help="time every part at its bound: no coupled pair meets before its budget [expected lengths]")
     return p
 
 
@@ -438,7 +556,7 @@ def main(argv: list[str] | None = None) -> int:
         overrides = {key: parse_value(value, key) for key, value in args.parameter}
         works = plan(names, args.profile, args.model, overrides, scale=args.scale)
         profile = args.profile + (f", dry run at scale {args.scale:g}" if args.scale < 1 else "")
-        print(render(works, profile, _rates(args), args.target_hours))
+        print(render(works, profile, _rates(args), args.target_hours, args.worst_case))
     except (BookError, ValueError, OSError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 1

@@ -45,9 +45,10 @@ def reused_line(published: Path, here: str) -> str:
 
 
 def estimate(names: list[str], profile: str, model: str | None, scale: float, notebooks_dir: Path) -> str:
-    """The plan's time for `names` on this machine ('at most about 1.6 h on this machine for 7 page(s) ...'),
-    calibrated here (a few seconds); an upper bound, as the plan counts coupled pairs for their whole budget.
-    Notebooks the plan has no counting rule for are left out, and an estimate that cannot be made says why."""
+    """The plan's time for `names` on this machine ('about 1.6 h on this machine for 7 page(s) ...'), calibrated
+    here (a few seconds): forwards and exact-model steps, coupled pairs at the length their notebook expects where it
+    gives one, else their whole budget. Notebooks the plan has no counting rule for are left out, and an estimate
+    that cannot be made says why."""
     from transformers.utils import logging as transformers_logging
 
     transformers_logging.disable_progress_bar()  # the calibration's model loading: not this build's progress
@@ -61,8 +62,9 @@ def estimate(names: list[str], profile: str, model: str | None, scale: float, no
         return f"no time estimate ({err})"
     seconds = sum(plan.seconds(work, rates) or 0.0 for works_of in works.values() for work in works_of)
     left_out = sorted(set(names) - set(counted))
-    return (f"the plan's time: at most about {plan.duration(seconds)} on this machine for {len(counted)} page(s) (an "
-            f"upper bound: coupled pairs are counted for their whole budget; glauber-mlm plan --calibrate"
+    return (f"the plan's time: about {plan.duration(seconds)} on this machine for {len(counted)} page(s) (forwards "
+            f"and exact-model steps, coupled pairs at their expected length where the notebook gives one, else their "
+            f"whole budget; glauber-mlm plan --calibrate"
             f"{' --profile ' + profile if profile != 'cpu' else ''})"
             + (f"; not counted: {', '.join(left_out)}" if left_out else ""))
 
