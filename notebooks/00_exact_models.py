@@ -41,12 +41,10 @@ output_dir = None
 #   model: None: the profile's MLM (for the rectangle section); or a hub name / local folder
 #   device: None: cuda when present, else cpu;  seed;  coupling: J of the Potts/Ising chains
 #   law_sites, law_states, law_temperature: the Potts chain whose stationary law is enumerated (q^n states)
-#   chains: independent chains for the stationary law (intervals bootstrap over chains)
-#   sweeps: sweeps (n steps each) per chain; the first half is burn-in
+#   chains, sweeps: independent chains for the stationary law (bootstrapped over); sweeps of n steps (half burn-in)
 #   temperatures, lengths: high temperatures and Ising chain lengths for the table and figure of coupling times
-#   growth_temperature, growth_lengths, growth_pairs, growth_budget: the Ising temperature (coupling J) at which
-#     notebook 02's growth rule runs, and 02's design: its three largest scaling lengths, scaling_pairs, scaling_budget
-#   growth_runs: independent runs of the rule on the Ising chain: its pass rate is the result
+#   growth_temperature, growth_lengths, growth_pairs, growth_budget, growth_runs: the Ising τ (coupling J) of notebook
+#     02's growth rule, 02's design (its three largest lengths, scaling_pairs, scaling_budget), and the rule's runs
 #   pairs, budget: coupled pairs per (τ, n) cell, coupling budget in steps;  low_temperatures, low_length: the slow-down
 #   rectangles: rectangles per model;  passages: "embedded" | "ms_marco", rect_length: the MLM's contexts and tokens
 #   influence_sites: Ising chain length for the influence check (all 2^n contexts);  influence_temperatures
@@ -96,8 +94,7 @@ BUDGETS = dict(chains=2, sweeps=4, pairs=2, budget=1, rectangles=2, growth_pairs
 run = Run("00_exact_models", profile, PROFILES, output_dir, scale=scale, dtype=dtype, budgets=BUDGETS,
           overrides=globals())
 
-J = run.positive("coupling")
-q_law, n_law = run.integer("law_states", 2, 10), run.integer("law_sites", 2, 12)
+J, q_law, n_law = run.positive("coupling"), run.integer("law_states", 2, 10), run.integer("law_sites", 2, 12)
 if q_law**n_law > 200_000:
     raise ValueError(f"law_states ** law_sites = {q_law**n_law} states is too many to enumerate: keep it ≤ 200000.")
 tau_law, n_chains, n_sweeps = run.positive("law_temperature"), run.integer("chains", 2), run.integer("sweeps", 4)
@@ -120,50 +117,55 @@ contexts = sample_passages(mlm, texts, L_rect, min(n_rect, 64), seed=run["seed"]
 run.show()
 
 # %% tags=["plan"]
-# the forward work this run does, as `glauber-mlm plan` counts it: the plan reads this cell (its imports and
-# definitions), so the notebook and the plan share one rule; keep it next to the loops it counts when they change
+# the work this run does, as `glauber-mlm plan` counts it: the plan reads this cell, so both count by one rule
 import math
 from collections import Counter
 
-from glauber_mlm.book.plan import CHUNK, Work, show_plan
+from glauber_mlm.book.plan import CHUNK, Work, ising_meeting, show_plan
 
 
 def planned_work(p: dict) -> list[Work]:
-    """00_exact_models. MLM: the cell `mlm_rects = gm.random_rectangles(...)` (2R fp32 rows, R = `rectangles` contexts
-    of `rect_length` tokens) and `gm.rectangle_test(mlm, mlm_rects)` (≤ 4R). Exact models: the Potts chains of
-    section 1 (2 scans × chains × sweeps·law_sites), the coupled pairs of section 2 (≤ 2 · pairs · budget per (τ, n)
-    cell), and the toy rectangles (3 × 6R) and `influence_matrix` over all contexts (C · n · (1 + r · n)) of 3–4."""
-    R, m, n_rect = p["rectangles"], p["model"], p["rect_length"]
+    """00_exact_models. MLM: R = `rectangles` drawn (2R fp32 rows) and tested (≤ 4R). Exact models: section 1's Potts
+    chains and their test's calibration, section 2's coupled pairs (≤ 2 · pairs · budget per (τ, n) cell; expected:
+    `plan.ising_meeting`), the toy rectangles and `influence_matrix` over all contexts of sections 3–4."""
+    R, m, n_rect, J = p["rectangles"], p["model"], p["rect_length"], p["coupling"]
     steps, pairs, budget = p["sweeps"] * p["law_sites"], p["pairs"], p["budget"]
+    reps, q = 30, p["law_states"]  # the checks' calibrations: 30 replicates each
     work = [Work("rectangles: top-k draws", m, n_rect, 2 * R, 1, "float32"),
             Work("rectangles: rectangle_test", m, n_rect, 4 * R, math.ceil(R / CHUNK), "float32", upper=True),
             Work("Potts chains, random and systematic scan", "Potts chain", p["law_sites"], 2 * p["chains"] * steps,
-                 2 * steps, kind="exact")]
-    for n, cells in sorted(Counter(p["lengths"]).items()):
-        cells *= len(p["temperatures"])
+                 2 * steps, kind="exact", states=q),
+            Work("calibration: the stationary-law test", "Potts chain", p["law_sites"], 4 * reps * p["chains"] * steps,
+                 4 * steps, kind="exact", states=q)]
+    for n, count in sorted(Counter(p["lengths"]).items()):
+        cells = count * len(p["temperatures"])
+        expected = tuple(count * e for e in ising_meeting(n, p["temperatures"], pairs, budget, J))
         work.append(Work("Ising coupling, high τ", "Ising chain", n, 2 * pairs * budget * cells, budget * cells,
-                         kind="exact", upper=True))
-    lows = len(p["low_temperatures"])
-    work.append(Work("Ising coupling, low τ, ordered starts", "Ising chain", p["low_length"], 2 * pairs * budget * lows,
-                     budget * lows, kind="exact", upper=True))
+                         kind="exact", upper=True, expected=expected))
+    lows, n_low = len(p["low_temperatures"]), p["low_length"]
+    work.append(Work("Ising coupling, low τ, ordered starts", "Ising chain", n_low, 2 * pairs * budget * lows,
+                     budget * lows, kind="exact", upper=True,
+                     expected=ising_meeting(n_low, p["low_temperatures"], pairs, budget, J)))
     k, k3 = p["influence_sites"], min(p["influence_sites"], 5)
     influence = 2**k * k * (1 + k) + 3**k3 * k3 * (1 + 2 * k3) + 4 * k3 * (1 + k3)
     calls = (2**k) * (1 + k) + (3**k3 + 4) * (1 + k3) + 3 * (1 + math.ceil(R / CHUNK))
     work.append(Work("influence (all contexts) and toy rectangles", "pairwise models", k, influence + 4 * 6 * R, calls,
-                     kind="exact", upper=True))
+                     kind="exact", upper=True, states=6))
     # the MLM's fp32 rounding in ρ: its first min(64, R) rectangles through a float64 copy (rectangle section)
     work.append(Work("float64 twin (forward rounding)", m, n_rect, 4 * min(64, R), 1, "float64", upper=True))
-    # the checks' calibrations (30 replicates each, the fewest with which 0 false passes can decide a pass): 30
-    # replicate ordered-pair runs per low τ (`slowdown_calibration`), 2 × 30 toys' rectangles
-    # (`closed_form_calibration`) and 2 × 30 Ising chains over all contexts (`ising_influence_calibration`)
-    # notebook 02's growth rule on the Ising chain: growth_runs independent runs of growth_pairs pairs per length
-    work += [Work("growth rule: independent Ising runs", "Ising chain", n, 2 * p["growth_runs"] * p["growth_pairs"]
-                  * p["growth_budget"], p["growth_budget"], kind="exact", upper=True)
+    # notebook 02's growth rule on the Ising chain: growth_runs runs of growth_pairs pairs per length, in one batch
+    batch = p["growth_runs"] * p["growth_pairs"]
+    work += [Work("growth rule: independent Ising runs", "Ising chain", n, 2 * batch * p["growth_budget"],
+                  p["growth_budget"], kind="exact", upper=True,
+                  expected=ising_meeting(n, [p["growth_temperature"]], batch, p["growth_budget"], J))
              for n in sorted(set(p["growth_lengths"]))]
-    work += [Work("calibration: slow-down rate", "Ising chain", p["low_length"], 2 * 30 * pairs * budget * lows,
-                  budget * lows, kind="exact", upper=True),
+    # the checks' calibrations (30 replicates, the fewest with which 0 false passes decide a pass): ordered-pair runs
+    # per low τ in one batch, 2 × 30 toys' rectangles, 2 × 30 Ising chains over all contexts
+    work += [Work("calibration: slow-down rate", "Ising chain", n_low, 2 * reps * pairs * budget * lows,
+                  budget * lows, kind="exact", upper=True,
+                  expected=ising_meeting(n_low, p["low_temperatures"], reps * pairs, budget, J)),
              Work("calibration: closed forms", "pairwise models", k, 60 * 6 * R + 60 * 2**k * k * (1 + k), 60 + 60 * (1 + k),
-                  kind="exact", upper=True)]
+                  kind="exact", upper=True, states=6)]
     return work
 
 

@@ -104,26 +104,25 @@ for mlm in mlms:
 run.show()
 
 # %% tags=["plan"]
-# the forward work this run does, as `glauber-mlm plan` counts it: the plan reads this cell (its imports and
-# definitions), so the notebook and the plan share one rule; keep it next to the loops it counts when they change
+# the work this run does, as `glauber-mlm plan` counts it: the plan reads this cell, so both count by one rule
 import math
 
 from glauber_mlm.book.plan import CHUNK, Work, show_plan
 
 
 def planned_work(p: dict) -> list[Work]:
-    """01_rectangle_test, per model: the logit probe `mlm.logits(ctx[:min(64, contexts)])`; the compatible exact
-    model's rectangles (6R exact rows); `gm.random_rectangles` (2R) and `gm.rectangle_test(..., chunk=128)` (≤ 4R)
-    on R = contexts · per_passage rectangles; the float64 twin on the first min(64, R) (≤ 4 each); and the
-    temperature cell: R' = 2 · min(8, contexts) rectangles drawn (2R') and tested at τ = 1 and every τ (≤ 4R' each)."""
+    """01_rectangle_test, per model: the logit probe; the compatible exact model's rectangles (6R exact rows); R =
+    contexts · per_passage rectangles drawn (2R) and tested (≤ 4R); the float64 twin on the first min(64, R); and
+    R' = 2 · min(8, contexts) rectangles drawn (2R') and tested at τ = 1 and every τ (≤ 4R' each)."""
     R, n, T = p["contexts"] * p["per_passage"], p["length"], len(p["temperatures"])
     R2, twin = 2 * min(8, p["contexts"]), min(64, R)
+    planted, graded = 64, 16  # states per site of the exact models (reference, certification, residual; Spearman)
     models = [p["models"]] if isinstance(p["models"], str) else p["models"]
     work = []
     for m in models:
         work += [Work("logit probe (noise scale)", m, n, min(64, p["contexts"]), 1, "float32"),
                  Work("compatible exact model's rectangles", "pairwise model", n, 6 * R, 1 + math.ceil(R / CHUNK),
-                      kind="exact", upper=True),
+                      kind="exact", upper=True, states=planted),
                  Work("rectangles: top-k draws", m, n, 2 * R, 1, "float32"),
                  Work("rectangles: rectangle_test", m, n, 4 * R, math.ceil(R / 128), "float32", upper=True),
                  Work("float64 twin (forward rounding)", m, n, 4 * twin, 1, "float64", upper=True),
@@ -131,12 +130,13 @@ def planned_work(p: dict) -> list[Work]:
                  # the checks' calibrations on planted models, 10 truths and 30 nulls each (NULL_REPLICATES below):
                  # certification (40 × 6R rows) and the residual's rule (40 × pairs × 2(k + 1)) per model
                  Work("calibration: certified share", "pairwise models", n, 40 * 6 * R, 40 * (1 + math.ceil(R / CHUNK)),
-                      kind="exact", upper=True),
+                      kind="exact", upper=True, states=planted),
                  Work("calibration: Arnold–Press residual", "pairwise models", n,
-                      40 * min(p["compat_pairs"], R) * 2 * (p["compat_k"] + 1), 80, kind="exact", upper=True)]
+                      40 * min(p["compat_pairs"], R) * 2 * (p["compat_k"] + 1), 80, kind="exact", upper=True,
+                      states=planted)]
     # and once for every model, the Spearman rule's (20 truths: 6R rows; 30 nulls: 10R)
     work.append(Work("calibration: Spearman(|ρ|, influence)", "pairwise models", n, (20 * 6 + 30 * 10) * R,
-                     50 * (1 + math.ceil(R / CHUNK)), kind="exact", upper=True))
+                     50 * (1 + math.ceil(R / CHUNK)), kind="exact", upper=True, states=graded))
     return work
 
 

@@ -133,8 +133,7 @@ if joined_ns:
 run.show()
 
 # %% tags=["plan"]
-# the forward work this run does, as `glauber-mlm plan` counts it: the plan reads this cell (its imports and
-# definitions), so the notebook and the plan share one rule; keep it next to the loops it counts when they change
+# the work this run does, as `glauber-mlm plan` counts it: the plan reads this cell, so both count by one rule
 from glauber_mlm.book.plan import Work, show_plan
 
 

@@ -118,8 +118,7 @@ report.glue_design(run, kinds, q_radius, q_panel, q_deltas)  # the design's valu
 run.show()
 
 # %% tags=["plan"]
-# the forward work this run does, as `glauber-mlm plan` counts it: the plan reads this cell (its imports and
-# definitions), so the notebook and the plan share one rule; keep it next to the loops it counts when they change
+# the work this run does, as `glauber-mlm plan` counts it: the plan reads this cell, so both count by one rule
 import math
 
 from glauber_mlm.book.plan import EMBED_BATCH, Work, show_plan

@@ -163,32 +163,32 @@ report.glue_design(run, P_LEVEL)  # the design's values, for the prose ({glue:te
 run.show()
 
 # %% tags=["plan"]
-# the forward work this run does, as `glauber-mlm plan` counts it: the plan reads this cell (its imports and
-# definitions), so the notebook and the plan share one rule; keep it next to the loops it counts when they change
+# the work this run does, as `glauber-mlm plan` counts it: the plan reads this cell, so both count by one rule
 import math
 
-from glauber_mlm.book.plan import EMBED_BATCH, Work, show_plan
+from glauber_mlm.book.plan import EMBED_BATCH, Work, ising_meeting, meeting, show_plan
 
 
 def planned_work(p: dict) -> list[Work]:
-    """07_how_long_must_i_run, with T temperatures, P = pairs, L = lag and B = budget: per length n, the L-lag runs
-    `lag_coupling(...)` on all T · P pairs at once (T · P · L rows for the lag phase, in L steps, then ≤ 2 · T · P · B
-    for the coupled pairs, ≤ B steps). Exact models: the Ising L-lag runs at each of the two lags and the coverage
-    calibration's 2 · replicates runs at the larger lag (≤ runs · (L + 2 · budget) each, budget = 100 · ising_steps);
-    replica exchange (ensembles · rungs chains, rounds · steps_per_round MH steps, one proposal row a step) and plain
-    MH with the same rows, then the calibration of rule (iii): `replicates` such ensembles under the right and under a
-    wrong swap rule and their plain MH chains, in one batch each. On the MLM (section 4): the trap radius's one-token
-    neighbours, then replica exchange with the PLL energy (per replica and round ≤ n rows for its energy and ≤ 1 + n a
-    step: a proposal, and the PLL of a proposal that differs) and plain MH run to the same rows (≤ one chunk more), and
-    the embedder on every record of the cold chains. Upper bounds: pairs that meet leave the batch."""
+    """07_how_long_must_i_run (T temperatures, P pairs, lag L, budget B): per length n, L-lag runs on all T · P pairs
+    (T · P · L lag rows, ≤ 2 · T · P · B coupled); exact: Ising L-lag runs and their calibration, replica exchange
+    and plain MH with rule (iii)'s calibration; on the MLM, the trap radius's neighbours, replica exchange with the
+    PLL energy against plain MH at equal rows, and the embedder. Upper bounds: pairs that meet leave the batch."""
     m, T, P, L, B = p["model"], len(p["temperatures"]), p["pairs"], p["lag"], p["budget"]
-    work = [Work("L-lag runs (lag phase and coupled pairs)", m, n, T * P * (L + 2 * B), L + B, upper=True)
+    # MLM L-lag pairs at τ ≥ 2 meet after about 2 n ln n coupled steps, a batch's slowest 8 (cpu build: 1.3–3.2; 5.4–7.2)
+    typical, slowest = 2.0, 8.0
+    work = [Work("L-lag runs (lag phase and coupled pairs)", m, n, T * P * (L + 2 * B), L + B, upper=True,
+                 expected=meeting(T * P, B, typical * n * math.log(n), slowest * n * math.log(n), lag=L))
             for n in sorted(set(p["lengths"]))]
     runs, budget, lags = p["ising_runs"], 100 * p["ising_steps"], sorted(p["ising_lags"])
     ising_runs = [(lag, 1) for lag in lags] + [(lags[-1], 2 * p["replicates"])]
-    work.append(Work("Ising L-lag runs and the coverage calibration", "Ising chain", p["ising_length"],
+    # expected at τ = 1 (the calibration's null runs at a higher τ meet sooner), by path coupling
+    n_i, J = p["ising_length"], p["ising_coupling"]
+    per_lag = {lag: ising_meeting(n_i, [1.0], runs, budget, J, lag=lag) for lag in lags}
+    work.append(Work("Ising L-lag runs and the coverage calibration", "Ising chain", n_i,
                      sum(k * runs * (lag + 2 * budget) for lag, k in ising_runs),
-                     sum(k * (lag + budget) for lag, k in ising_runs), kind="exact", upper=True))
+                     sum(k * (lag + budget) for lag, k in ising_runs), kind="exact", upper=True,
+                     expected=tuple(sum(k * per_lag[lag][i] for lag, k in ising_runs) for i in (0, 1))))
     mh_steps = p["rounds"] * p["steps_per_round"]
     rows = p["ensembles"] * p["rungs"] * mh_steps
     work.append(Work("replica exchange and plain MH (equal rows)", "two-well Potts chain", p["well_length"], 2 * rows,

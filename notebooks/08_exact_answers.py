@@ -133,12 +133,19 @@ contexts, passage_ids = sample_passages(mlm, texts, L, n_docs, seed=run.seed_for
 run.show()
 
 # %% tags=["plan"]
-# the forward work this run does, as `glauber-mlm plan` counts it: the plan reads this cell (its imports and
-# definitions), so the notebook and the plan share one rule; keep it next to the loops it counts when they change
+# the work this run does, as `glauber-mlm plan` counts it: the plan reads this cell, so both count by one rule
 import math
 
-from glauber_mlm.book.plan import Work, show_plan
+from glauber_mlm.book.plan import Work, meeting, show_plan
 from glauber_mlm.exact.restricted import ROWS_PER_FORWARD
+
+# the expected coupled steps on a restricted chain, in units of n ln n: its pairs meet after about 2 n ln n steps and
+# the slowest of a batch after about 16 n ln n (on the cpu profile's four passages: means 0.9–2 n ln n at τ ≥ 1, the
+# slowest of 400 L-lag pairs at n = 6 5–17 n ln n), each capped at the budget; at the lowest τ a passage's pairs can
+# stay apart for the whole budget (the cpu build: 30 of one passage's 400 at τ = 0.25), so a coupling batch that holds
+# them runs to the budget
+TYPICAL = 2.0
+SLOWEST = 16.0
 
 
 def planned_work(p: dict) -> list[Work]:
@@ -150,18 +157,23 @@ def planned_work(p: dict) -> list[Work]:
     work = [Work("candidate sets (top-k, site masked)", m, L, D * sum(sizes), D * len(sizes)),
             Work("restricted chains: every conditional", m, L, D * sum(n * k ** (n - 1) for n in sizes),
                  D * sum(n * math.ceil(k ** (n - 1) / ROWS_PER_FORWARD) for n in sizes))]
-    P = p["pairs"] * len(p["temperatures"])
-    work.append(Work("coupled pairs on the restricted chain", "restricted chain", p["coupling_size"],
-                     D * 2 * P * p["budget"], D * p["budget"], kind="exact", upper=True))
+    P, B, n_c = p["pairs"] * len(p["temperatures"]), p["budget"], p["coupling_size"]
+    nlogn = n_c * math.log(n_c)
+    rows, calls = meeting(P, B, TYPICAL * nlogn, B)
+    work.append(Work("coupled pairs on the restricted chain", "restricted chain", n_c, D * 2 * P * B, D * B,
+                     kind="exact", upper=True, states=k, expected=(D * rows, D * calls)))
     # L-lag runs: `pairs` runs per passage, and 2 · replicates calibration runs on the first (lag + ≤ 2 · budget rows)
     runs = D + 2 * p["replicates"]
-    work.append(Work("L-lag runs on the restricted chain", "restricted chain", p["coupling_size"],
-                     runs * p["pairs"] * (p["lag"] + 2 * p["budget"]), runs * (p["lag"] + p["budget"]), kind="exact",
-                     upper=True))
+    rows, calls = meeting(p["pairs"], B, TYPICAL * nlogn, SLOWEST * nlogn, lag=p["lag"])
+    work.append(Work("L-lag runs on the restricted chain", "restricted chain", n_c,
+                     runs * p["pairs"] * (p["lag"] + 2 * B), runs * (p["lag"] + B), kind="exact",
+                     upper=True, states=k, expected=(runs * rows, runs * calls)))
     # notebook 02's growth rule: growth_runs runs of growth_pairs pairs at each of the three largest sizes, per τ
-    work += [Work("02's growth rule on the restricted chain", "restricted chain", n, 2 * len(p["growth_temperatures"])
-                  * p["growth_runs"] * p["growth_pairs"] * p["budget"], len(p["growth_temperatures"]) * p["budget"],
-                  kind="exact", upper=True) for n in sorted(set(p["sizes"]))[-3:]]
+    G, batch = len(p["growth_temperatures"]), p["growth_runs"] * p["growth_pairs"]
+    work += [Work("02's growth rule on the restricted chain", "restricted chain", n, 2 * G * batch * B, G * B,
+                  kind="exact", upper=True, states=k,
+                  expected=tuple(G * e for e in meeting(batch, B, TYPICAL * n * math.log(n), SLOWEST * n * math.log(n))))
+             for n in sorted(set(p["sizes"]))[-3:]]
     return work
 
 
