@@ -465,6 +465,10 @@ print(f"acceptance at τ = {taus[-1]:g} minus at τ = {taus[0]:g}, paired over {
 glue("mh_finding", report.mh_finding(paired, taus, accept_rise, mh_lengths), display=False)
 
 # %%
+# the rule needs a slow and a fast cell: where the grid lacks one, the grid decides it, not the run length
+missing = sorted({"slow", "fast"} - set(views.regime))
+grid = (f"a grid with a {' and a '.join(missing)} τ at {budget} steps (the coupling regimes here: "
+        + ", ".join(f"τ = {r.temperature:g} {r.regime}" for r in views.itertuples()) + ")") if missing else None
 run.conclude(
     claim="(The book's own question.) R̂ over chains from dispersed starts and coupling times agree on whether a "
           "Glauber chain on an MLM has mixed; an MH correction towards π ∝ exp(PLL/τ) rejects fewer proposals "
@@ -475,8 +479,8 @@ run.conclude(
                 "R̂ of the PLL energy per τ against the coupling regime",
                 f"passes when R̂ ≥ {h:g} exactly where coupling is slow",
                 ", ".join(f"τ = {r.temperature:g}: {r.pll_rhat:.3f}" for r in views.itertuples()), agreement[h],
-                designs[h][f"{draws} draws per chain"], to_decide=smallest_decisive(designs[h]),
-                decide_with=deciding_design(designs[h], design_steps))
+                designs[h][f"{draws} draws per chain"], to_decide=grid or smallest_decisive(designs[h]),
+                decide_with=None if grid else deciding_design(designs[h], design_steps))
           for h in THRESHOLDS],
         Check("MH's acceptance rate among token-changing proposals is higher at the highest τ than at the lowest",
               "MH acceptance, highest − lowest τ, paired by (length, start) chain (95 % t interval)",
