@@ -103,3 +103,13 @@ def test_the_end_matter_folds_under_its_heading_and_the_result_box_folds_only_it
     assert page_fold.fold_result_box(long_box) == 2 and page_fold.fold_result_box(short_box) == 1
     assert long_box[0].astext() == "Verdict: passes." and len(long_box.children) == 3
     assert isinstance(short_box[1], nodes.table) and len(_folds(short_box)) == 1
+
+
+def test_an_interactive_figure_folds_on_its_own_and_a_static_one_never_does():
+    output = nodes.container(nb_element="cell_code_output")
+    printed = nodes.literal_block("", "low (τ = 0.1): 1.32")
+    plot = nodes.raw("", '<div id="p"></div><script>Plotly.newPlot("p", [])</script>', format="html")
+    output += [printed, plot, nodes.image(uri="static.png")]
+    assert page_fold.fold_interactive_figures(output) == 1
+    assert output[0] is printed and isinstance(output[1], HideCodeCellNode) and isinstance(output[2], nodes.image)
+    assert output[1].children == [plot] and output[1]["prompt_show"] == "Show the interactive figure"

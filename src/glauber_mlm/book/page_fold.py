@@ -12,6 +12,8 @@ Folded on a result page (book/notebooks/NN_*):
 - **each section's details**: in every numbered section after the result box, what lies between the section's
   opening prose, its figures and each figure's reading (the paragraph "What Figure NN.k shows." and the one after
   it) is folded, run by run, under a summary that counts it ("Show 2 code cells, 1 table and 3 paragraphs");
+- **interactive figures**: a Plotly figure (`pages.plots`), which explores what a static figure beside it shows,
+  under "Show the interactive figure"; `_static/page_folds.js` redraws it at its width when it is opened;
 - **the end matter**: the bodies of the sections "How these rules came to be" and "Downloads", under their headings.
 
 Open on every page: the claim, the result box's verdict and table of checks, what would decide an open check, each
@@ -107,6 +109,14 @@ def fold_result_box(box: nodes.admonition) -> int:
         _fold(rules, "How the verdict is decided, and since when", "Hide the verdict rule")
         folds += 1
     return folds
+
+
+def fold_interactive_figures(doctree: nodes.Node) -> int:
+    """Fold every Plotly figure's HTML on its own; returns the figures folded."""
+    plots = [n for n in doctree.findall(nodes.raw) if "Plotly.newPlot" in n.astext()]
+    for plot in plots:
+        _fold([plot], "Show the interactive figure", "Hide the interactive figure")
+    return len(plots)
 
 
 def fold_end_sections(doctree: nodes.Node) -> int:
@@ -211,6 +221,7 @@ class FoldResultPages(SphinxPostTransform):
             if any(i.startswith("result-") for i in box["ids"]):
                 fold_result_box(box)
         fold_end_sections(self.document)
+        fold_interactive_figures(self.document)
         page = next(self.document.findall(nodes.section), None)
         for section in [c for c in page.children if isinstance(c, nodes.section)] if page else []:
             if not any(ident in section["ids"] for ident in END_SECTIONS):
