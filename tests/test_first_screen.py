@@ -163,6 +163,8 @@ def test_what_would_decide_an_open_check_is_its_design_without_the_calibrations_
     assert to_decide(dict(outcome="inconclusive", to_decide="longer chains: at τ = 0.1 they remember their start")) == (
         "<br>*To decide:* longer chains")
     assert to_decide(dict(outcome="pass", to_decide="")) == ""
+    assert to_decide(dict(outcome="inconclusive", to_decide="a grid with a slow τ at 4800 steps (the coupling regimes "
+                          "here: τ = 1 between, τ = 1.5 fast)")) == "<br>*To decide:* a grid with a slow τ at 4800 steps"
     assert to_decide(dict(outcome="inconclusive", to_decide="decisive at 302 draws per chain (power 0.99 (198 of 200))",
                           cost="about 16 min here")) == "<br>*To decide:* 302 draws per chain (about 16 min here)"
 

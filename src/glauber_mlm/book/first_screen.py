@@ -108,7 +108,7 @@ def to_decide(deciding: Mapping | None) -> str:
     if not deciding or deciding["outcome"] != "inconclusive":
         return ""
     design = re.sub(r"\s*\((?:[^()]*\([^()]*\))+[^()]*\)", "", str(deciding.get("to_decide") or ""))
-    design = re.split(r":\s|;\s", design, maxsplit=1)[0]
+    design = re.sub(r"\s*\([^()]*$", "", re.split(r":\s|;\s", design, maxsplit=1)[0])  # a parenthesis cut open
     design = re.sub(r"^not decisive up to ", "more than ", re.sub(r"^decisive at ", "", design))
     cost = f" ({deciding['cost']})" if design and deciding.get("cost") else ""
     return f"<br>*To decide:* {design or 'not recorded; see the page’s checks.csv'}{cost}"
