@@ -1,0 +1,73 @@
+"""The few-chain engine on a shared CPU (issue 35, item 5): its speed-up over the usual loop, quiet and beside one
+busy neighbour, under each thread setting that could make it degrade gracefully.
+
+A cell of B = 4 chains of n = 10 tokens at τ = 0.1 (a latency-bound cell: forwards of at most 8 rows of 12 tokens) is
+timed with the engine (`gm.glauber`, the default dtype) and with the usual loop (`throughput.usual_loop`), both in
+one fresh process per setting, so that OpenMP reads its environment before torch starts:
+
+    threads         torch.set_num_threads(k): every core, or one
+    wait policy     OMP_WAIT_POLICY unset (libgomp spins after a parallel region) or PASSIVE (its threads sleep)
+
+"busy" runs one CPU-bound neighbour process (a pure-Python loop) for the whole measurement, as `book --workers 2`,
+`pytest -n auto` or a second run would on a 2-core machine. Each row prints steps per second of both loops and their
+ratio, measured in the same process minutes apart at most; the ratio, not the absolute rate, is what to compare.
+
+    .venv/bin/python benchmarks/shared_cpu.py            # about 3 minutes on 2 cores
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+CELL = dict(B=4, n=10, tau=0.1)
+
+CHILD = r"""
+import json, sys, torch
+sys.path.insert(0, sys.argv[2])
+from throughput import engine, load_models, seconds_per_step, start_states, usual_loop
+cell, threads = json.loads(sys.argv[1]), int(sys.argv[3])
+torch.set_num_threads(threads)
+mlm = next(iter(load_models(["embedded"], torch.device("cpu")).values()))
+x = start_states(mlm, cell["B"], cell["n"])
+fast, _ = seconds_per_step(lambda s: engine(mlm, x, s, cell["tau"], 0), 5, 2.0)
+slow, _ = seconds_per_step(lambda s: usual_loop(mlm, x, s, cell["tau"], 0), 5, 2.0)
+print(json.dumps(dict(engine=1 / fast, usual=1 / slow)))
+"""
+
+
+def measure(threads: int, passive: bool, busy: bool) -> dict:
+    """Steps per second of the engine and of the usual loop in a fresh process with these settings."""
+    env = {**os.environ, **({"OMP_WAIT_POLICY": "PASSIVE"} if passive else {})}
+    if not passive:
+        env.pop("OMP_WAIT_POLICY", None)
+    neighbour = subprocess.Popen([sys.executable, "-c", "while True: pass"]) if busy else None
+    try:
+        out = subprocess.run([sys.executable, "-c", CHILD, json.dumps(CELL), str(HERE), str(threads)], env=env,
+                             capture_output=True, text=True, check=True).stdout
+    finally:
+        if neighbour is not None:
+            neighbour.kill()
+            neighbour.wait()
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def main() -> None:
+    cores = os.cpu_count() or 1
+    print(f"B = {CELL['B']} chains of n = {CELL['n']} tokens at τ = {CELL['tau']}; {cores} cores; load "
+          f"{os.getloadavg()[0]:.2f} before the first row")
+    print("| threads | wait policy | neighbour | engine steps/s | usual steps/s | engine / usual |")
+    print("|---|---|---|---|---|---|")
+    for threads in sorted({cores, 1}, reverse=True):
+        for passive in (False, True):
+            for busy in (False, True):
+                r = measure(threads, passive, busy)
+                print(f"| {threads} | {'PASSIVE' if passive else 'default'} | {'one busy' if busy else 'quiet'} | "
+                      f"{r['engine']:.1f} | {r['usual']:.1f} | {r['engine'] / r['usual']:.2f} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
