@@ -127,16 +127,16 @@ def planned_work(p: dict) -> list[Work]:
                  Work("rectangles: rectangle_test", m, n, 4 * R, math.ceil(R / 128), "float32", upper=True),
                  Work("float64 twin (forward rounding)", m, n, 4 * twin, 1, "float64", upper=True),
                  Work("ρ against temperature", m, n, 2 * R2 + (1 + T) * 4 * R2, 2 + T, "float32", upper=True),
-                 # the checks' calibrations on planted models, 10 truths and 30 nulls each (NULL_REPLICATES below):
-                 # certification (40 × 6R rows) and the residual's rule (40 × pairs × 2(k + 1)) per model
-                 Work("calibration: certified share", "pairwise models", n, 40 * 6 * R, 40 * (1 + math.ceil(R / CHUNK)),
+                 # the checks' calibrations on planted models, 30 truths and 30 nulls each (REPLICATES below):
+                 # certification (60 × 6R rows) and the residual's rule (60 × pairs × 2(k + 1)) per model
+                 Work("calibration: certified share", "pairwise models", n, 60 * 6 * R, 60 * (1 + math.ceil(R / CHUNK)),
                       kind="exact", upper=True, states=planted),
                  Work("calibration: Arnold–Press residual", "pairwise models", n,
-                      40 * min(p["compat_pairs"], R) * 2 * (p["compat_k"] + 1), 80, kind="exact", upper=True,
+                      60 * min(p["compat_pairs"], R) * 2 * (p["compat_k"] + 1), 120, kind="exact", upper=True,
                       states=planted)]
-    # and once for every model, the Spearman rule's (20 truths: 6R rows; 30 nulls: 10R)
-    work.append(Work("calibration: Spearman(|ρ|, influence)", "pairwise models", n, (20 * 6 + 30 * 10) * R,
-                     50 * (1 + math.ceil(R / CHUNK)), kind="exact", upper=True, states=graded))
+    # and once for every model, the Spearman rule's (30 truths: 6R rows; 30 nulls: 10R)
+    work.append(Work("calibration: Spearman(|ρ|, influence)", "pairwise models", n, (30 * 6 + 30 * 10) * R,
+                     60 * (1 + math.ceil(R / CHUNK)), kind="exact", upper=True, states=graded))
     return work
 
 
@@ -303,9 +303,9 @@ glue("temperature_finding", report.temperature_finding(by_temperature, temps), d
 
 # %%
 SPEARMAN_BOOT = 500  # resamples of the contexts, here and in the calibration
-# planted nulls per calibration: 0 passes in 30 bound the false-pass rate at 0.095 (one-sided 95 %), the fewest that
-# let a pass decide (checks.replicates_to_bound)
-NULL_REPLICATES = 30
+# planted truths and nulls per calibration: 0 errors in 30 bound either error rate at 0.095 (one-sided 95 %), the
+# fewest that let a pass or a fail decide with both bounds ≤ 0.10 (checks.replicates_to_bound)
+REPLICATES = 30
 bin_rows, corr_rows = [], []
 n_bins = max(2, min(10, R // 40))
 for mlm in mlms:
@@ -328,7 +328,7 @@ fig = report.rho_against_influence(rectangles, influence_bins, [m.name for m in 
 run.save_figure(fig, "rho_against_influence")
 influence_cal = influence_correlation_calibration(
     run["length"], min(n["logit_std"] for n in noise_rows), run["contexts"], run["per_passage"], run["top_k"],
-    float(correlation.context_sd_log_rho.max()), replicates=20, null_replicates=NULL_REPLICATES, n_boot=SPEARMAN_BOOT,
+    float(correlation.context_sd_log_rho.max()), replicates=REPLICATES, null_replicates=REPLICATES, n_boot=SPEARMAN_BOOT,
     seed=run["seed"])
 glue("influence_finding", report.influence_finding(correlation, influence_cal), display=False)
 report.table(correlation)
@@ -414,7 +414,7 @@ run.save_figure(fig, "residual_against_rho")
 
 # the residual rule's power and size at this design, per model (its tolerance and logit spread)
 residual_cal = {r["model"]: residual_calibration(run["length"], n["logit_std"], n_pairs, run["compat_k"], r["tolerance"],
-                                                 replicates=10, null_replicates=NULL_REPLICATES, q=32,
+                                                 replicates=REPLICATES, null_replicates=REPLICATES, q=32,
                                                  seed=run["seed"])
                 for r, n in zip(compat_summaries, noise_rows)}
 glue("compat_agreement", report.compat_agreement(compat_summary, residual_cal), display=False)
@@ -456,8 +456,8 @@ def weakest(per_model: dict) -> Calibration:
 
 
 cert_cal = {r["model"]: certification_calibration(run["length"], n["logit_std"], run["contexts"], run["per_passage"],
-                                                  run["top_k"], r["tolerance"], replicates=10,
-                                                  null_replicates=NULL_REPLICATES, seed=run["seed"])
+                                                  run["top_k"], r["tolerance"], replicates=REPLICATES,
+                                                  null_replicates=REPLICATES, seed=run["seed"])
             for r, n in zip(summaries, noise_rows)}
 calibrations = {"certified share": cert_cal, "Arnold–Press residual": residual_cal,
                 "Spearman(|ρ|, influence)": {"all models": influence_cal}}

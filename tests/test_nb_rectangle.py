@@ -97,7 +97,7 @@ def test_every_check_that_decides_is_calibrated(out):
     assert ((decided.power >= 0.8) & (decided["size"] <= 0.1)).all()
     spearman = checks.loc["the Spearman correlation of |ρ| with influence has a 95% interval above zero for every model"]
     residual = checks.loc["the Arnold–Press residual flags at least nine in ten of the pairs, for every model"]
-    assert spearman.replicates == 20 and residual.replicates == 10
+    assert spearman.replicates == 30 and residual.replicates == 30
 
 
 def test_a_length_the_model_cannot_take_stops_the_first_cell(tmp_path):
