@@ -20,9 +20,12 @@ from .parameters import NOTEBOOKS
 
 
 def counted_work(name: str, parameters: Mapping, notebooks_dir: Path = NOTEBOOKS) -> tuple[float, int]:
-    """(forward FLOPs, exact-model rows) the page's plan counts at these parameters."""
+    """(forward FLOPs, exact-model rows) the page's plan times at these parameters: each part at its expected rows
+    where it declares them, as `plan.seconds` times it (`plan.timed_work`)."""
     works = plan.planned_work(name, notebooks_dir)(dict(parameters))
-    return sum(plan.work_flops(w) for w in works), sum(w.rows for w in works if w.kind == "exact")
+    rows = [plan.timed_work(w)[0] for w in works]
+    return (sum(plan.work_flops(w) * r / max(w.rows, 1) for w, r in zip(works, rows)),
+            sum(r for w, r in zip(works, rows) if w.kind == "exact"))
 
 
 def deciding_cost(name: str, page: Path, design: Mapping, notebooks_dir: Path = NOTEBOOKS) -> dict | None:
