@@ -244,8 +244,8 @@ def shown_results(root: Path, notebooks_dir: Path = NOTEBOOKS) -> tuple[dict[str
 
     A page is shown when its executed notebook is a complete run whose seal holds (`publish.problems`) and its
     result.json can be read; otherwise its reason is given instead. An open deciding check that names its deciding
-    design gets that design's cost on the machine that built the page (`deciding_cost.with_cost`). A results folder whose notebook is not in
-    `notebooks_dir` (a page of a removed or renamed notebook) is left out."""
+    design gets that design's cost on the machine that built the page (`deciding_cost.with_cost`). A results folder
+    whose notebook is not in `notebooks_dir` (a page of a removed or renamed notebook) is left out."""
     shown: dict[str, dict | str] = {}
     left_out = []
     for result_path in sorted((Path(root) / "book" / "notebooks").glob("*/result.json")):
