@@ -134,7 +134,11 @@ run.show()
 
 # %% tags=["plan"]
 # the work this run does, as `glauber-mlm plan` counts it: the plan reads this cell, so both count by one rule
-from glauber_mlm.book.plan import Work, show_plan
+from glauber_mlm.book.plan import Work, ising_meeting, show_plan
+
+# the plan's prior for how long pairs take: an Ising chain of this coupling (path coupling, `ising_meeting`); the
+# embedded model's mean coupling times of the 2026-12-03 build were within 2× of it in every met cell (n = 4–128)
+PLANNED_COUPLING = 2.0
 
 
 def planned_work(p: dict) -> list[Work]:
@@ -142,13 +146,20 @@ def planned_work(p: dict) -> list[Work]:
     temperatures × seeds × pairs coupled pairs, 2 conditionals per pair per step, ≤ budget steps) and the scaling
     study's cell (first model; per distinct length, scaling_temperatures × scaling_pairs pairs, ≤ scaling_budget
     steps). The phase diagram runs once per model.
-    Upper bounds: pairs that meet leave the batch."""
+    Upper bounds: pairs that meet leave the batch; expected at PLANNED_COUPLING's meeting times, where the rows of
+    the batch's temperatures add and its calls are its slowest temperature's."""
+    def expected(n: int, taus: list, pairs: int, budget: int) -> tuple[int, int]:
+        each = [ising_meeting(n, [tau], pairs, budget, PLANNED_COUPLING) for tau in taus]
+        return sum(rows for rows, _ in each), max(calls for _, calls in each)
+
     models = [p["models"]] if isinstance(p["models"], str) else p["models"]
     P, budget = len(p["temperatures"]) * p["seeds"] * p["pairs"], p["budget"]
-    work = [Work("phase diagram: coupled pairs", m, n, 2 * P * budget, budget, upper=True)
+    work = [Work("phase diagram: coupled pairs", m, n, 2 * P * budget, budget, upper=True,
+                 expected=expected(n, p["temperatures"], p["seeds"] * p["pairs"], budget))
             for m in models for n in sorted(p["lengths"])]
     P, budget = len(p["scaling_temperatures"]) * p["scaling_pairs"], p["scaling_budget"]
-    work += [Work("scaling study: coupled pairs", models[0], n, 2 * P * budget, budget, upper=True)
+    work += [Work("scaling study: coupled pairs", models[0], n, 2 * P * budget, budget, upper=True,
+                  expected=expected(n, p["scaling_temperatures"], p["scaling_pairs"], budget))
              for n in sorted(set(p["scaling_lengths"]))]
     return work
 
