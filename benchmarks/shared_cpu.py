@@ -8,11 +8,15 @@ one fresh process per setting, so that OpenMP reads its environment before torch
     threads         torch.set_num_threads(k): every core, or one
     wait policy     OMP_WAIT_POLICY unset (libgomp spins after a parallel region) or PASSIVE (its threads sleep)
 
-"busy" runs one CPU-bound neighbour process (a pure-Python loop) for the whole measurement, as `book --workers 2`,
-`pytest -n auto` or a second run would on a 2-core machine. Each row prints steps per second of both loops and their
-ratio, measured in the same process minutes apart at most; the ratio, not the absolute rate, is what to compare.
+"busy" runs one CPU-bound neighbour process (a pure-Python loop) for the whole measurement, as `pytest -n auto` or a
+second run would on a 2-core machine. Each row prints steps per second of both loops and their ratio, measured in the
+same process minutes apart at most; the ratio, not the absolute rate, is what to compare.
 
-    .venv/bin/python benchmarks/shared_cpu.py            # about 3 minutes on 2 cores
+A second table runs two such processes side by side, as `book --workers 2` runs two kernels, with every core each or
+with the cores shared out (`fanout.kernel_threads`, what `book --workers N` gives its kernels): the steps per second
+of each process, and the two together.
+
+    .venv/bin/python benchmarks/shared_cpu.py            # about 4 minutes on 2 cores
 """
 from __future__ import annotations
 
@@ -55,6 +59,14 @@ def measure(threads: int, passive: bool, busy: bool) -> dict:
     return json.loads(out.strip().splitlines()[-1])
 
 
+def side_by_side(threads: int) -> list[dict]:
+    """Steps per second of two processes measuring at once, each with `threads` torch threads."""
+    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+    children = [subprocess.Popen([sys.executable, "-c", CHILD, json.dumps(CELL), str(HERE), str(threads)], env=env,
+                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True) for _ in range(2)]
+    return [json.loads(child.communicate()[0].strip().splitlines()[-1]) for child in children]
+
+
 def main() -> None:
     cores = os.cpu_count() or 1
     print(f"B = {CELL['B']} chains of n = {CELL['n']} tokens at τ = {CELL['tau']}; {cores} cores; load "
@@ -67,6 +79,14 @@ def main() -> None:
                 r = measure(threads, passive, busy)
                 print(f"| {threads} | {'PASSIVE' if passive else 'default'} | {'one busy' if busy else 'quiet'} | "
                       f"{r['engine']:.1f} | {r['usual']:.1f} | {r['engine'] / r['usual']:.2f} |", flush=True)
+    print("\nTwo processes side by side (as `book --workers 2` runs two kernels):\n")
+    print("| threads each | engine steps/s, each | together | usual steps/s, each | engine / usual |")
+    print("|---|---|---|---|---|")
+    for threads in sorted({cores, max(1, cores // 2)}, reverse=True):
+        both = side_by_side(threads)
+        engine, usual = [r["engine"] for r in both], [r["usual"] for r in both]
+        print(f"| {threads} | {' and '.join(f'{e:.1f}' for e in engine)} | {sum(engine):.1f} | "
+              f"{' and '.join(f'{u:.1f}' for u in usual)} | {sum(engine) / sum(usual):.2f} |", flush=True)
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import time
 from pathlib import Path
@@ -124,6 +125,16 @@ def test_workers_with_several_threads_are_refused(tmp_path, capsys):
     assert "start the workers with --nthreads 1" in err
 
 
+def test_a_local_cluster_shares_the_cores_out_among_its_kernels(monkeypatch):
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)  # conftest's one thread would hide the cluster's choice
+    cores = len(os.sched_getaffinity(0))
+    with fanout.dask_client(1, None, 0) as client:  # Dask's workers alone would say 1
+        assert set(client.run(lambda: os.environ["OMP_NUM_THREADS"]).values()) == {str(cores)}
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")  # the user's choice stands
+    with fanout.dask_client(1, None, 0) as client:
+        assert set(client.run(lambda: os.environ["OMP_NUM_THREADS"]).values()) == {"3"}
+
+
 # ---------------------------------------------------------------- real notebooks on a 2-process LocalCluster
 
 NAMES = ("91_a", "92_b", "93_c")
@@ -152,6 +163,7 @@ def test_workers_publish_the_serial_tables_and_a_failing_notebook_keeps_its_page
     broken = EXAMPLE.replace('Run("99_example"', 'Run("93_c"').replace("# %%\nrun.finish()", "# %%\nraise RuntimeError('deliberately broken')\nrun.finish()")
     (nbs / "93_c.py").write_text(broken)
 
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)  # conftest's one thread would hide the cluster's choice
     rc = cli_main(["book", "--profile", "smoke", "--workers", "2", "--force", "--notebooks", str(nbs), "--root", str(parallel)])
 
     out, err = capsys.readouterr()
@@ -162,6 +174,9 @@ def test_workers_publish_the_serial_tables_and_a_failing_notebook_keeps_its_page
     for name in ("91_a", "92_b"):  # re-executed on the cluster, same tables as the serial run
         assert _run_id(published / f"{name}.ipynb") != _run_id(serial / "book" / "notebooks" / f"{name}.ipynb")
         assert (published / name / "magnetisation.csv").read_bytes() == (serial / "book" / "notebooks" / name / "magnetisation.csv").read_bytes()
+        # two kernels side by side share the cores out instead of each spinning on all of them
+        machine = json.loads((published / name / "provenance.json").read_text())["machine"]
+        assert machine.endswith(f", {max(1, len(os.sched_getaffinity(0)) // 2)} CPU threads"), machine
     failed = {k: v for k, v in _files(published).items() if k.startswith("93_c")}
     assert failed == {k: v for k, v in before.items() if k.startswith("93_c")}
     assert (parallel / "_build" / "staging" / "93_c" / "93_c.ipynb").is_file()

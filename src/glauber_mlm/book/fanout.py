@@ -6,11 +6,14 @@ that raises is retried once, then reported with its notebook's error; the others
 A notebook whose upstream notebook (`DEPENDS_ON`) executes in the same build starts after it finished.
 Tasks that need a GPU ask for the Dask resource `GPU`, so a worker holding one GPU runs one at a time.
 `run_notebook` sets the kernel's environment in `os.environ`, so every worker runs one task at a time.
+A local cluster's kernels share the cores out (`kernel_threads`): Dask's workers alone would give each kernel one
+thread, and kernels side by side that each used every core would spin on each other's (benchmarks/shared_cpu.py).
 """
 from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -122,11 +125,18 @@ def _check_workers(client, gpus: int) -> None:
                         f"--resources GPU={gpus}, or drop --gpus-per-task.")
 
 
+def kernel_threads(workers: int) -> int:
+    """Torch threads of each of `workers` kernels that run at once: cores // workers, at least one."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(1, cores // workers)
+
+
 @contextlib.contextmanager
 def dask_client(workers: int | None, scheduler: str | None, gpus: int) -> Iterator:
     """A client on the scheduler at `scheduler`, or on a new LocalCluster of `workers` one-thread processes.
 
-    The local workers hold {"GPU": gpus} each when `gpus` > 0; they have no memory limit, since the
+    The local workers hold {"GPU": gpus} each when `gpus` > 0; their kernels get `kernel_threads(workers)` torch
+    threads (OMP_NUM_THREADS, unless the environment sets it); they have no memory limit, since the
     notebooks' memory is in their kernels (child processes), not in the workers; their logs are silenced
     below ERROR (a failed task's error is reported once, by the command, with its notebook's message).
     """
@@ -143,6 +153,8 @@ def dask_client(workers: int | None, scheduler: str | None, gpus: int) -> Iterat
             yield client
         return
     resources = {"GPU": gpus} if gpus else None
+    env = {"OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", str(kernel_threads(workers)))}
     with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, resources=resources, memory_limit=0,
-                      dashboard_address=None, silence_logs=logging.ERROR) as cluster, Client(cluster) as client:
+                      dashboard_address=None, silence_logs=logging.ERROR, env=env) as cluster, \
+            Client(cluster) as client:
         yield client
