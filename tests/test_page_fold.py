@@ -56,8 +56,8 @@ def _section(*children: nodes.Node, ident: str = "a-section") -> nodes.section:
 
 def _para(text: str, bold: str | None = None) -> nodes.paragraph:
     para = nodes.paragraph()
-    if bold:
-        para += nodes.strong(bold, bold)
+    if bold:  # as MyST parses "**bold** text": an empty Text node first
+        para += [nodes.Text(""), nodes.strong(bold, bold)]
     para += nodes.Text(text)
     return para
 

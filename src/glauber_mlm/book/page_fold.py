@@ -154,8 +154,9 @@ def _prose(node: nodes.Node) -> bool:
 
 
 def _is_reading(node: nodes.Node) -> bool:
-    return (isinstance(node, nodes.paragraph) and bool(node.children) and isinstance(node[0], nodes.strong)
-            and node[0].astext().startswith(READING))
+    # the first child that shows text: MyST opens a paragraph that starts in bold with an empty Text node
+    first = next((c for c in node.children if c.astext()), None) if isinstance(node, nodes.paragraph) else None
+    return isinstance(first, nodes.strong) and first.astext().startswith(READING)
 
 
 def _holds_end_matter(node: nodes.Node) -> bool:
