@@ -113,3 +113,17 @@ def test_an_interactive_figure_folds_on_its_own_and_a_static_one_never_does():
     assert page_fold.fold_interactive_figures(output) == 1
     assert output[0] is printed and isinstance(output[1], HideCodeCellNode) and isinstance(output[2], nodes.image)
     assert output[1].children == [plot] and output[1]["prompt_show"] == "Show the interactive figure"
+
+
+def test_a_run_of_wholly_hidden_cells_folds_under_one_summary_and_a_lone_one_stays_as_it_is():
+    def hidden() -> nodes.container:
+        cell = _cell(3)
+        cell["hide_mode"] = "all"
+        return cell
+
+    setup, lone, claim, shown = [hidden(), hidden(), hidden()], hidden(), _para("The claim."), _cell(2)
+    page = _section(*setup, claim, lone, shown)
+    assert page_fold.fold_hidden_runs(page) == 1
+    (fold,) = _folds(page)
+    assert fold.children == setup and fold["prompt_show"] == "Show 3 code cells"
+    assert page.children[1:] == [fold, claim, lone, shown]

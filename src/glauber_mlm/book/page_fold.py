@@ -14,6 +14,8 @@ Folded on a result page (book/notebooks/NN_*):
   it) is folded, run by run, under a summary that counts it ("Show 2 code cells, 1 table and 3 paragraphs");
 - **interactive figures**: a Plotly figure (`pages.plots`), which explores what a static figure beside it shows,
   under "Show the interactive figure"; `_static/page_folds.js` redraws it at its width when it is opened;
+- **the set-up cells**: a run of code cells that each show only their own fold (parameters, imports, the plan), under
+  one summary ("Show 4 code cells");
 - **the end matter**: the bodies of the sections "How these rules came to be" and "Downloads", under their headings.
 
 Open on every page: the claim, the result box's verdict and table of checks, what would decide an open check, each
@@ -206,6 +208,27 @@ def fold_section_details(section: nodes.section) -> int:
     return folds
 
 
+def _wholly_hidden(node: nodes.Node) -> bool:
+    """Whether a node is a code cell that shows only its own fold ("Show code cell content": myst-nb's `hide-cell`)."""
+    return isinstance(node, nodes.container) and node.get("nb_element") == "cell_code" and node.get("hide_mode") == "all"
+
+
+def fold_hidden_runs(section: nodes.section) -> int:
+    """Fold each run of two or more wholly hidden code cells among a section's children (the set-up cells that open
+    every page: parameters, imports, the plan) into one fold, one summary line in place of one per cell; returns the
+    folds made."""
+    folds, run = 0, []
+    for child in [*section.children, None]:
+        if child is not None and _wholly_hidden(child):
+            run.append(child)
+            continue
+        if len(run) > 1:
+            _fold(run, f"Show {_count(run)}", "Hide them")
+            folds += 1
+        run = []
+    return folds
+
+
 class FoldResultPages(SphinxPostTransform):
     """Runs before myst-nb's `HideInputCells` (priority 199), which turns the hide modes set here into folds."""
 
@@ -224,6 +247,8 @@ class FoldResultPages(SphinxPostTransform):
         fold_end_sections(self.document)
         fold_interactive_figures(self.document)
         page = next(self.document.findall(nodes.section), None)
+        if page:
+            fold_hidden_runs(page)
         for section in [c for c in page.children if isinstance(c, nodes.section)] if page else []:
             if not any(ident in section["ids"] for ident in END_SECTIONS):
                 fold_section_details(section)
