@@ -127,3 +127,17 @@ def test_a_run_of_wholly_hidden_cells_folds_under_one_summary_and_a_lone_one_sta
     (fold,) = _folds(page)
     assert fold.children == setup and fold["prompt_show"] == "Show 3 code cells"
     assert page.children[1:] == [fold, claim, lone, shown]
+
+
+def test_a_cell_that_draws_only_an_interactive_figure_is_a_detail_of_its_section():
+    output = nodes.container(nb_element="cell_code_output")
+    output += [nodes.literal_block("", "low τ: 6.7% of steps changed a token"),
+               nodes.raw("", '<script>Plotly.newPlot("p", [])</script>', format="html")]
+    explore, figure, reading = _cell(2, output), nodes.figure(), _para(" it rises.", bold="What Figure 03.2 shows.")
+    section = _section(_para("The design."), explore, figure, reading)
+    page_fold.fold_interactive_figures(section)
+    assert page_fold.fold_section_details(section) == 1
+    (fold, plot_fold) = _folds(section)
+    assert fold.children == [explore] and fold["prompt_show"] == "Show 1 code cell and 1 interactive figure"
+    assert plot_fold["prompt_show"] == "Show the interactive figure"
+    assert section.children[-2:] == [figure, reading]

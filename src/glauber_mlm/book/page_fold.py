@@ -10,8 +10,9 @@ Folded on a result page (book/notebooks/NN_*):
 - **in the result box**: the table of key numbers when it has more than `ROWS` rows, and the paragraphs that say how
   a verdict is decided and since when ("Rule:", "Rules:");
 - **each section's details**: in every numbered section after the result box, what lies between the section's
-  opening prose, its figures and each figure's reading (the paragraph "What Figure NN.k shows." and the one after
-  it) is folded, run by run, under a summary that counts it ("Show 2 code cells, 1 table and 3 paragraphs");
+  opening prose, its static figures and each figure's reading (the paragraph "What Figure NN.k shows." and the one
+  after it) is folded, run by run, under a summary that counts it ("Show 2 code cells, 1 table and 3 paragraphs"),
+  a cell that draws only an interactive figure among them;
 - **interactive figures**: a Plotly figure (`pages.plots`), which explores what a static figure beside it shows,
   under "Show the interactive figure"; `_static/page_folds.js` redraws it at its width when it is opened;
 - **the set-up cells**: a run of code cells that each show only their own fold (parameters, imports, the plan), under
@@ -115,7 +116,7 @@ def fold_result_box(box: nodes.admonition) -> int:
 
 def fold_interactive_figures(doctree: nodes.Node) -> int:
     """Fold every Plotly figure's HTML on its own; returns the figures folded."""
-    plots = [n for n in doctree.findall(nodes.raw) if "Plotly.newPlot" in n.astext()]
+    plots = list(doctree.findall(_plotly))
     for plot in plots:
         _fold([plot], "Show the interactive figure", "Hide the interactive figure")
     return len(plots)
@@ -141,13 +142,14 @@ READING = "What "  # a figure's reading opens with a bold "What Figure NN.k show
 
 
 def _draws(node: nodes.Node) -> bool:
-    """Whether a node shows a figure: a figure, an image, or a Plotly figure's HTML."""
-    if isinstance(node, (nodes.figure, nodes.image)):
-        return True
-    if isinstance(node, nodes.Element):
-        return any(isinstance(n, (nodes.figure, nodes.image)) or (isinstance(n, nodes.raw) and "Plotly.newPlot" in
-                   n.astext()) for n in node.findall(lambda n: isinstance(n, (nodes.figure, nodes.image, nodes.raw))))
-    return False
+    """Whether a node shows a static figure (a figure or an image). A cell that draws only a Plotly figure is a
+    section's detail: the figure is folded on its own already, and the static figure beside it carries the reading."""
+    return isinstance(node, nodes.Element) and next(node.findall(lambda n: isinstance(n, (nodes.figure, nodes.image))),
+                                                    None) is not None
+
+
+def _plotly(node: nodes.Node) -> bool:
+    return isinstance(node, nodes.raw) and "Plotly.newPlot" in node.astext()
 
 
 def _prose(node: nodes.Node) -> bool:
@@ -168,13 +170,15 @@ def _holds_end_matter(node: nodes.Node) -> bool:
 
 
 def _count(run: list[nodes.Node]) -> str:
-    """'2 code cells, 1 table and 3 paragraphs': what a folded run holds, in words."""
+    """'2 code cells, 1 table, 1 interactive figure and 3 paragraphs': what a folded run holds, in words."""
     cells = sum(1 for n in run if isinstance(n, nodes.container) and n.get("nb_element") == "cell_code")
     tables = sum(1 for n in run for _ in n.findall(nodes.table)) + sum(
         n.astext().count("<table") for m in run for n in m.findall(nodes.raw))
+    plots = sum(1 for n in run for _ in n.findall(_plotly))
     text = sum(1 for n in run if _prose(n))
     parts = [f"{k} {word}{'s' if k != 1 else ''}" for k, word in ((cells, "code cell"), (tables, "table"),
-                                                                   (text, "paragraph")) if k]
+                                                                   (plots, "interactive figure"), (text, "paragraph"))
+             if k]
     return " and ".join([", ".join(parts[:-1]), parts[-1]]) if len(parts) > 1 else (parts[0] if parts else "details")
 
 
