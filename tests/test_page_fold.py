@@ -141,3 +141,24 @@ def test_a_cell_that_draws_only_an_interactive_figure_is_a_detail_of_its_section
     assert fold.children == [explore] and fold["prompt_show"] == "Show 1 code cell and 1 interactive figure"
     assert plot_fold["prompt_show"] == "Show the interactive figure"
     assert section.children[-2:] == [figure, reading]
+
+
+def test_a_figure_the_page_marks_folded_folds_under_its_number_and_title_and_its_reading_stays_open():
+    def figure(ident: str, title: str, *classes: str) -> nodes.figure:
+        fig = nodes.figure(ids=[ident], classes=list(classes))
+        caption = nodes.caption()
+        caption += [nodes.strong(title, title), nodes.Text(" The fraction of chains still within δ.")]
+        fig += [nodes.image(uri="f.png"), caption]
+        return fig
+
+    survival = figure("fig-03-escape-survival", "Escape times: Kaplan–Meier survival.", "folded")
+    fractions = figure("fig-03-escape-fraction", "How far chains get.")
+    reading = _para(" fewer chains escape at low τ.", bold="What Figure 03.5 and Figure 03.6 show.")
+    section = _section(fractions, survival, reading)
+    numbers = {"fig-03-escape-fraction": ("03", 5), "fig-03-escape-survival": ("03", 6)}
+    assert page_fold.fold_marked_figures(section, numbers) == 1
+    assert page_fold.fold_section_details(section) == 0
+    (fold,) = _folds(section)
+    assert section.children[1:] == [fractions, fold, reading] and fold.children == [survival]
+    assert fold["prompt_show"] == "Show Figure 03.6 (Escape times: Kaplan–Meier survival)"
+    assert fold["prompt_hide"] == "Hide Figure 03.6"

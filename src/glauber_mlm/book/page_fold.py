@@ -15,6 +15,8 @@ Folded on a result page (book/notebooks/NN_*):
   a cell that draws only an interactive figure among them;
 - **interactive figures**: a Plotly figure (`pages.plots`), which explores what a static figure beside it shows,
   under "Show the interactive figure"; `_static/page_folds.js` redraws it at its width when it is opened;
+- **secondary figures**: a figure the page marks `:figclass: folded` (one that backs another, as survival curves
+  back the fractions they end in), under its number and title; its reading stays open;
 - **the set-up cells**: a run of code cells that each show only their own fold (parameters, imports, the plan), under
   one summary ("Show 4 code cells");
 - **the end matter**: the bodies of the sections "How these rules came to be" and "Downloads", under their headings.
@@ -120,6 +122,24 @@ def fold_interactive_figures(doctree: nodes.Node) -> int:
     for plot in plots:
         _fold([plot], "Show the interactive figure", "Hide the interactive figure")
     return len(plots)
+
+
+FOLDED_FIGURE = "folded"  # the class a page gives a secondary figure: `{glue:figure}` … `:figclass: folded`
+
+
+def fold_marked_figures(doctree: nodes.Node, numbers: dict[str, tuple]) -> int:
+    """Fold every figure the page marks as secondary (class `FOLDED_FIGURE`) under its number and title ("Show
+    Figure 03.5 (Escape times: Kaplan–Meier survival)"); its reading stays open where the page put it. `numbers`: the
+    page's figure numbers by id (Sphinx's `toc_fignumbers`); returns the figures folded."""
+    figures = [f for f in doctree.findall(nodes.figure) if FOLDED_FIGURE in f["classes"]]
+    for figure in figures:
+        number = next((numbers[i] for i in figure["ids"] if i in numbers), None)
+        name = "Figure " + ".".join(map(str, number)) if number else "the figure"
+        caption = next(figure.findall(nodes.caption), None)
+        title = next(caption.findall(nodes.strong), caption) if caption is not None else None
+        shown = f"{name} ({title.astext().strip().rstrip('.')})" if title is not None else name
+        _fold([figure], f"Show {shown}", f"Hide {name}")
+    return len(figures)
 
 
 def fold_end_sections(doctree: nodes.Node) -> int:
@@ -250,6 +270,7 @@ class FoldResultPages(SphinxPostTransform):
                 fold_result_box(box)
         fold_end_sections(self.document)
         fold_interactive_figures(self.document)
+        fold_marked_figures(self.document, self.env.toc_fignumbers.get(self.env.docname, {}).get("figure", {}))
         page = next(self.document.findall(nodes.section), None)
         if page:
             fold_hidden_runs(page)
