@@ -190,7 +190,7 @@ def trajectory_map_figure(maps: list[tuple[str, np.ndarray]], record_steps: np.n
     tau_low, tau_ctl = kinds.values()
     names = [name for name, _ in maps]
     top = [names[0], names[0], names[1], names[1]] if len(maps) > 1 else [".", names[0], names[0], "."]  # one: centred
-    fig, ax_of = plt.subplot_mosaic([top, ["distance"] * 4], figsize=(MAX_WIDTH - 0.25, 7.0), layout="constrained",
+    fig, ax_of = plt.subplot_mosaic([top, ["distance"] * 4], figsize=(MAX_WIDTH - 0.25, 6.6), layout="constrained",
                                     height_ratios=[1.1, 1])
     for name, Y in maps:
         ax = ax_of[name]
@@ -347,9 +347,9 @@ def traps_figure(traps: pd.DataFrame, kinds: dict[str, float], start_ids: list[s
     dwells' Kaplan–Meier survival per temperature."""
     PS = len(chain_start)
     several = len(set(chain_start.tolist())) < PS  # several seeds per start: the label needs the seed
-    bars_height = 0.7 + 0.22 * 2 * PS  # one bar per chain (a row a label high), above the survival curves
-    fig, (ax, a2) = panels(2, height=(bars_height + 2.5) / 2, per_row=1,
-                           gridspec_kw=dict(height_ratios=[bars_height, 2.5]))
+    bars_height = 0.7 + 0.2 * 2 * PS  # one bar per chain (a row a label high), above the survival curves
+    fig, (ax, a2) = panels(2, height=(bars_height + 2.3) / 2, per_row=1,
+                           gridspec_kw=dict(height_ratios=[bars_height, 2.3]))
     labels = []
     for c in range(2 * PS):
         ax.plot([0, steps], [c, c], color="0.88", lw=7, solid_capstyle="butt")
