@@ -334,7 +334,7 @@ report.glue_md("traps_finding", report.traps_finding(traps, trap_summary, radius
 # bands (∞: half the traps may outlast every run), given {glue:text}`min_dwell` steps, one chain's traps independent.
 # Controls trapped as often would mean the detector measures slow embedding motion, not metastability.
 #
-# ## Sensitivity: the headline numbers across radii
+# ## Sensitivity to the trap radius
 
 # %%
 sensitivity, criterion = report.sensitivity_tables(trap_analysis, radii, q_radius, null_panel, null_diffs, null_p,
@@ -359,7 +359,7 @@ report.say("sensitivity_finding", *report.sensitivity_prose(sensitivity, criteri
 # **What {numref}`fig-03-trap-sensitivity` shows.** {glue:md}`sensitivity_finding` Every curve rises with $r$: the
 # result means something only where the chains beat their matched null; the panel check counts those radii.
 #
-# ## How far do chains get? The escape fraction against temperature (paper Fig 7)
+# ## How far do chains get? (paper Fig 7)
 #
 # {glue:text}`chains` chains per τ: whether each reaches $\geq \delta$ within {glue:text}`reach_steps` steps (Wilson
 # intervals), and when (censored at the end; Kaplan–Meier survival and median).
