@@ -22,7 +22,7 @@ Folded on a result page (book/notebooks/NN_*):
 - **the end matter**: the bodies of the sections "How these rules came to be" and "Downloads", under their headings.
 
 Open on every page: the claim, the result box's verdict and table of checks, what would decide an open check, each
-section's opening prose, every figure and its reading.
+section's opening prose, every figure the page does not mark secondary, and every figure's reading.
 """
 from __future__ import annotations
 
