@@ -185,6 +185,7 @@ report.say("calibration_finding", *report.calibration_prose(len(cal_rows), radiu
 # :::{glue:figure} fig:calibration
 # :name: fig-03-calibration
 # :alt: Two histograms of embedding distances with vertical lines at the calibrated radius and escape distances.
+# :figclass: folded
 #
 # **Calibration of the thresholds before any chain runs.** Left: embedding distances between a passage and its one-token neighbours, with the trap radius (solid) and the radius panel (dotted). Right: distances between independent passages, with the escape distances δ.
 # :::
@@ -333,7 +334,7 @@ report.glue_md("traps_finding", report.traps_finding(traps, trap_summary, radius
 # bands (∞: half the traps may outlast every run), given {glue:text}`min_dwell` steps, one chain's traps independent.
 # Controls trapped as often would mean the detector measures slow embedding motion, not metastability.
 #
-# ## Sensitivity: the headline numbers across radii
+# ## Sensitivity to the trap radius
 
 # %%
 sensitivity, criterion = report.sensitivity_tables(trap_analysis, radii, q_radius, null_panel, null_diffs, null_p,
@@ -350,14 +351,15 @@ report.say("sensitivity_finding", *report.sensitivity_prose(sensitivity, criteri
 # :::{glue:figure} fig:trap_sensitivity
 # :name: fig-03-trap-sensitivity
 # :alt: Three panels of trap statistics rising with the radius, low temperature against the control.
+# :figclass: folded
 #
-# **Sensitivity of the trap result to the radius.** Fraction of time trapped, traps per chain and Kaplan–Meier median dwell against the trap radius, for the low-temperature chains and their controls, with 95 % intervals; dotted: the calibrated radius.
+# **Sensitivity of the trap result to the radius.** Fraction of time trapped, traps per chain and Kaplan–Meier median dwell at each radius of the panel (evenly spaced, labelled by value and jitter quantile), for the low-temperature chains and their controls, with 95 % intervals; dotted: the calibrated radius.
 # :::
 #
 # **What {numref}`fig-03-trap-sensitivity` shows.** {glue:md}`sensitivity_finding` Every curve rises with $r$: the
 # result means something only where the chains beat their matched null; the panel check counts those radii.
 #
-# ## How far do chains get? The escape fraction against temperature (paper Fig 7)
+# ## How far do chains get? (paper Fig 7)
 #
 # {glue:text}`chains` chains per τ: whether each reaches $\geq \delta$ within {glue:text}`reach_steps` steps (Wilson
 # intervals), and when (censored at the end; Kaplan–Meier survival and median).
@@ -383,18 +385,19 @@ run.save_figure(fig, "escape_survival")
 report.say("escape_finding", *report.escape_prose(escape_fraction))
 
 # %% [markdown]
-# :::{glue:figure} fig:escape_survival
-# :name: fig-03-escape-survival
-# :alt: Survival curves of escape times per temperature, one panel per escape distance.
-#
-# **Escape times: Kaplan–Meier survival.** The fraction of chains still within δ of their start against the step, per temperature, with 95 % log-log bands, one panel per calibrated δ.
-# :::
-#
 # :::{glue:figure} fig:escape_fraction
 # :name: fig-03-escape-fraction
 # :alt: Escape fractions against temperature for three distances, and median distance from the start over time per temperature.
 #
 # **How far chains get: the escape fraction (paper Fig 7).** Left: the fraction of chains reaching embedding distance δ from their start, against τ, with Wilson 95 % intervals, per calibrated δ. Right: the median distance from the start over chains against the step, per temperature.
+# :::
+#
+# :::{glue:figure} fig:escape_survival
+# :name: fig-03-escape-survival
+# :alt: Survival curves of escape times per temperature, one panel per escape distance.
+# :figclass: folded
+#
+# **Escape times: Kaplan–Meier survival.** The fraction of chains still within δ of their start against the step, per temperature, with 95 % log-log bands, one panel per calibrated δ.
 # :::
 #
 # ## Escape time against 1/τ

@@ -56,8 +56,8 @@ def _section(*children: nodes.Node, ident: str = "a-section") -> nodes.section:
 
 def _para(text: str, bold: str | None = None) -> nodes.paragraph:
     para = nodes.paragraph()
-    if bold:
-        para += nodes.strong(bold, bold)
+    if bold:  # as MyST parses "**bold** text": an empty Text node first
+        para += [nodes.Text(""), nodes.strong(bold, bold)]
     para += nodes.Text(text)
     return para
 
@@ -113,3 +113,52 @@ def test_an_interactive_figure_folds_on_its_own_and_a_static_one_never_does():
     assert page_fold.fold_interactive_figures(output) == 1
     assert output[0] is printed and isinstance(output[1], HideCodeCellNode) and isinstance(output[2], nodes.image)
     assert output[1].children == [plot] and output[1]["prompt_show"] == "Show the interactive figure"
+
+
+def test_a_run_of_wholly_hidden_cells_folds_under_one_summary_and_a_lone_one_stays_as_it_is():
+    def hidden() -> nodes.container:
+        cell = _cell(3)
+        cell["hide_mode"] = "all"
+        return cell
+
+    setup, lone, claim, shown = [hidden(), hidden(), hidden()], hidden(), _para("The claim."), _cell(2)
+    page = _section(*setup, claim, lone, shown)
+    assert page_fold.fold_hidden_runs(page) == 1
+    (fold,) = _folds(page)
+    assert fold.children == setup and fold["prompt_show"] == "Show 3 code cells"
+    assert page.children[1:] == [fold, claim, lone, shown]
+
+
+def test_a_cell_that_draws_only_an_interactive_figure_is_a_detail_of_its_section():
+    output = nodes.container(nb_element="cell_code_output")
+    output += [nodes.literal_block("", "low τ: 6.7% of steps changed a token"),
+               nodes.raw("", '<script>Plotly.newPlot("p", [])</script>', format="html")]
+    explore, figure, reading = _cell(2, output), nodes.figure(), _para(" it rises.", bold="What Figure 03.2 shows.")
+    section = _section(_para("The design."), explore, figure, reading)
+    page_fold.fold_interactive_figures(section)
+    assert page_fold.fold_section_details(section) == 1
+    (fold, plot_fold) = _folds(section)
+    assert fold.children == [explore] and fold["prompt_show"] == "Show 1 code cell and 1 interactive figure"
+    assert plot_fold["prompt_show"] == "Show the interactive figure"
+    assert section.children[-2:] == [figure, reading]
+
+
+def test_a_figure_the_page_marks_folded_folds_under_its_number_and_title_and_its_reading_stays_open():
+    def figure(ident: str, title: str, *classes: str) -> nodes.figure:
+        fig = nodes.figure(ids=[ident], classes=list(classes))
+        caption = nodes.caption()
+        caption += [nodes.strong(title, title), nodes.Text(" The fraction of chains still within δ.")]
+        fig += [nodes.image(uri="f.png"), caption]
+        return fig
+
+    survival = figure("fig-03-escape-survival", "Escape times: Kaplan–Meier survival.", "folded")
+    fractions = figure("fig-03-escape-fraction", "How far chains get.")
+    reading = _para(" fewer chains escape at low τ.", bold="What Figure 03.5 and Figure 03.6 show.")
+    section = _section(fractions, survival, reading)
+    numbers = {"fig-03-escape-fraction": ("03", 5), "fig-03-escape-survival": ("03", 6)}
+    assert page_fold.fold_marked_figures(section, numbers) == 1
+    assert page_fold.fold_section_details(section) == 0
+    (fold,) = _folds(section)
+    assert section.children[1:] == [fractions, fold, reading] and fold.children == [survival]
+    assert fold["prompt_show"] == "Show Figure 03.6 (Escape times: Kaplan–Meier survival)"
+    assert fold["prompt_hide"] == "Hide Figure 03.6"

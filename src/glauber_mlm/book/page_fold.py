@@ -10,14 +10,19 @@ Folded on a result page (book/notebooks/NN_*):
 - **in the result box**: the table of key numbers when it has more than `ROWS` rows, and the paragraphs that say how
   a verdict is decided and since when ("Rule:", "Rules:");
 - **each section's details**: in every numbered section after the result box, what lies between the section's
-  opening prose, its figures and each figure's reading (the paragraph "What Figure NN.k shows." and the one after
-  it) is folded, run by run, under a summary that counts it ("Show 2 code cells, 1 table and 3 paragraphs");
+  opening prose, its static figures and each figure's reading (the paragraph "What Figure NN.k shows." and the one
+  after it) is folded, run by run, under a summary that counts it ("Show 2 code cells, 1 table and 3 paragraphs"),
+  a cell that draws only an interactive figure among them;
 - **interactive figures**: a Plotly figure (`pages.plots`), which explores what a static figure beside it shows,
   under "Show the interactive figure"; `_static/page_folds.js` redraws it at its width when it is opened;
+- **secondary figures**: a figure the page marks `:figclass: folded` (one that backs another, as survival curves
+  back the fractions they end in), under its number and title; its reading stays open;
+- **the set-up cells**: a run of code cells that each show only their own fold (parameters, imports, the plan), under
+  one summary ("Show 4 code cells");
 - **the end matter**: the bodies of the sections "How these rules came to be" and "Downloads", under their headings.
 
 Open on every page: the claim, the result box's verdict and table of checks, what would decide an open check, each
-section's opening prose, every figure and its reading.
+section's opening prose, every figure the page does not mark secondary, and every figure's reading.
 """
 from __future__ import annotations
 
@@ -113,10 +118,28 @@ def fold_result_box(box: nodes.admonition) -> int:
 
 def fold_interactive_figures(doctree: nodes.Node) -> int:
     """Fold every Plotly figure's HTML on its own; returns the figures folded."""
-    plots = [n for n in doctree.findall(nodes.raw) if "Plotly.newPlot" in n.astext()]
+    plots = list(doctree.findall(_plotly))
     for plot in plots:
         _fold([plot], "Show the interactive figure", "Hide the interactive figure")
     return len(plots)
+
+
+FOLDED_FIGURE = "folded"  # the class a page gives a secondary figure: `{glue:figure}` … `:figclass: folded`
+
+
+def fold_marked_figures(doctree: nodes.Node, numbers: dict[str, tuple]) -> int:
+    """Fold every figure the page marks as secondary (class `FOLDED_FIGURE`) under its number and title ("Show
+    Figure 03.5 (Escape times: Kaplan–Meier survival)"); its reading stays open where the page put it. `numbers`: the
+    page's figure numbers by id (Sphinx's `toc_fignumbers`); returns the figures folded."""
+    figures = [f for f in doctree.findall(nodes.figure) if FOLDED_FIGURE in f["classes"]]
+    for figure in figures:
+        number = next((numbers[i] for i in figure["ids"] if i in numbers), None)
+        name = "Figure " + ".".join(map(str, number)) if number else "the figure"
+        caption = next(figure.findall(nodes.caption), None)
+        title = next(caption.findall(nodes.strong), caption) if caption is not None else None
+        shown = f"{name} ({title.astext().strip().rstrip('.')})" if title is not None else name
+        _fold([figure], f"Show {shown}", f"Hide {name}")
+    return len(figures)
 
 
 def fold_end_sections(doctree: nodes.Node) -> int:
@@ -139,13 +162,14 @@ READING = "What "  # a figure's reading opens with a bold "What Figure NN.k show
 
 
 def _draws(node: nodes.Node) -> bool:
-    """Whether a node shows a figure: a figure, an image, or a Plotly figure's HTML."""
-    if isinstance(node, (nodes.figure, nodes.image)):
-        return True
-    if isinstance(node, nodes.Element):
-        return any(isinstance(n, (nodes.figure, nodes.image)) or (isinstance(n, nodes.raw) and "Plotly.newPlot" in
-                   n.astext()) for n in node.findall(lambda n: isinstance(n, (nodes.figure, nodes.image, nodes.raw))))
-    return False
+    """Whether a node shows a static figure (a figure or an image). A cell that draws only a Plotly figure is a
+    section's detail: the figure is folded on its own already, and the static figure beside it carries the reading."""
+    return isinstance(node, nodes.Element) and next(node.findall(lambda n: isinstance(n, (nodes.figure, nodes.image))),
+                                                    None) is not None
+
+
+def _plotly(node: nodes.Node) -> bool:
+    return isinstance(node, nodes.raw) and "Plotly.newPlot" in node.astext()
 
 
 def _prose(node: nodes.Node) -> bool:
@@ -154,8 +178,9 @@ def _prose(node: nodes.Node) -> bool:
 
 
 def _is_reading(node: nodes.Node) -> bool:
-    return (isinstance(node, nodes.paragraph) and bool(node.children) and isinstance(node[0], nodes.strong)
-            and node[0].astext().startswith(READING))
+    # the first child that shows text: MyST opens a paragraph that starts in bold with an empty Text node
+    first = next((c for c in node.children if c.astext()), None) if isinstance(node, nodes.paragraph) else None
+    return isinstance(first, nodes.strong) and first.astext().startswith(READING)
 
 
 def _holds_end_matter(node: nodes.Node) -> bool:
@@ -165,13 +190,15 @@ def _holds_end_matter(node: nodes.Node) -> bool:
 
 
 def _count(run: list[nodes.Node]) -> str:
-    """'2 code cells, 1 table and 3 paragraphs': what a folded run holds, in words."""
+    """'2 code cells, 1 table, 1 interactive figure and 3 paragraphs': what a folded run holds, in words."""
     cells = sum(1 for n in run if isinstance(n, nodes.container) and n.get("nb_element") == "cell_code")
     tables = sum(1 for n in run for _ in n.findall(nodes.table)) + sum(
         n.astext().count("<table") for m in run for n in m.findall(nodes.raw))
+    plots = sum(1 for n in run for _ in n.findall(_plotly))
     text = sum(1 for n in run if _prose(n))
     parts = [f"{k} {word}{'s' if k != 1 else ''}" for k, word in ((cells, "code cell"), (tables, "table"),
-                                                                   (text, "paragraph")) if k]
+                                                                   (plots, "interactive figure"), (text, "paragraph"))
+             if k]
     return " and ".join([", ".join(parts[:-1]), parts[-1]]) if len(parts) > 1 else (parts[0] if parts else "details")
 
 
@@ -205,6 +232,27 @@ def fold_section_details(section: nodes.section) -> int:
     return folds
 
 
+def _wholly_hidden(node: nodes.Node) -> bool:
+    """Whether a node is a code cell that shows only its own fold ("Show code cell content": myst-nb's `hide-cell`)."""
+    return isinstance(node, nodes.container) and node.get("nb_element") == "cell_code" and node.get("hide_mode") == "all"
+
+
+def fold_hidden_runs(section: nodes.section) -> int:
+    """Fold each run of two or more wholly hidden code cells among a section's children (the set-up cells that open
+    every page: parameters, imports, the plan) into one fold, one summary line in place of one per cell; returns the
+    folds made."""
+    folds, run = 0, []
+    for child in [*section.children, None]:
+        if child is not None and _wholly_hidden(child):
+            run.append(child)
+            continue
+        if len(run) > 1:
+            _fold(run, f"Show {_count(run)}", "Hide them")
+            folds += 1
+        run = []
+    return folds
+
+
 class FoldResultPages(SphinxPostTransform):
     """Runs before myst-nb's `HideInputCells` (priority 199), which turns the hide modes set here into folds."""
 
@@ -222,7 +270,10 @@ class FoldResultPages(SphinxPostTransform):
                 fold_result_box(box)
         fold_end_sections(self.document)
         fold_interactive_figures(self.document)
+        fold_marked_figures(self.document, self.env.toc_fignumbers.get(self.env.docname, {}).get("figure", {}))
         page = next(self.document.findall(nodes.section), None)
+        if page:
+            fold_hidden_runs(page)
         for section in [c for c in page.children if isinstance(c, nodes.section)] if page else []:
             if not any(ident in section["ids"] for ident in END_SECTIONS):
                 fold_section_details(section)

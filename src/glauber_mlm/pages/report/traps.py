@@ -105,7 +105,7 @@ def calibration_table(radii: dict[float, float], q_radius: float, jitter: np.nda
 def calibration_figure(jitter: np.ndarray, between: np.ndarray, radii: dict[float, float], q_radius: float,
                        q_deltas: list[float], deltas: list[float]):
     """Histograms of the one-token jitter (with the radii) and of the distances between passages (with the δ)."""
-    fig, axes = panels(2, height=3.8)
+    fig, axes = panels(2, height=3.2)
     ax = axes[0]
     ax.hist(jitter, bins=40, color="0.6")
     for q, r in radii.items():
@@ -118,7 +118,8 @@ def calibration_figure(jitter: np.ndarray, between: np.ndarray, radii: dict[floa
         ax.axvline(d, color="tab:blue", lw=1.2, ls=ls, label=rf"$\delta$ = {d:.2f} (q = {q:g})")
     ax.set(xlabel="embedding distance between two passages", ylabel="pairs",
            title=f"independent passages ({len(between)} pairs)\n" r"escape distances $\delta$")
-    legend_outside(ax, "below", ncol=1)  # the δ lines are close together: their labels go under the panel
+    # the δ lines are close together: their labels go under the panel, clear of its axis label
+    legend_outside(ax, "below", ncol=1, bbox_to_anchor=(0.5, -0.3))
     return fig
 
 
@@ -189,7 +190,7 @@ def trajectory_map_figure(maps: list[tuple[str, np.ndarray]], record_steps: np.n
     tau_low, tau_ctl = kinds.values()
     names = [name for name, _ in maps]
     top = [names[0], names[0], names[1], names[1]] if len(maps) > 1 else [".", names[0], names[0], "."]  # one: centred
-    fig, ax_of = plt.subplot_mosaic([top, ["distance"] * 4], figsize=(MAX_WIDTH - 0.25, 8.6), layout="constrained",
+    fig, ax_of = plt.subplot_mosaic([top, ["distance"] * 4], figsize=(MAX_WIDTH - 0.25, 6.6), layout="constrained",
                                     height_ratios=[1.1, 1])
     for name, Y in maps:
         ax = ax_of[name]
@@ -208,7 +209,7 @@ def trajectory_map_figure(maps: list[tuple[str, np.ndarray]], record_steps: np.n
            "(its control)", xlabel="step", ylabel=r"$\|e_t - e_0\|$")
     handles = [Line2D([], [], color="0.3", ls="-", label=rf"$\tau = {tau_low:g}$ (solid)"),
                Line2D([], [], color="0.3", ls=":", label=rf"$\tau = {tau_ctl:g}$, control (dotted)")]
-    ax.legend(handles=handles + ax.get_legend_handles_labels()[0], loc="upper center", bbox_to_anchor=(0.5, -0.16),
+    ax.legend(handles=handles + ax.get_legend_handles_labels()[0], loc="upper center", bbox_to_anchor=(0.5, -0.22),
               ncol=3, frameon=False, title="line style: temperature; colour: starting passage")
     fig.suptitle(f"{model}: {steps} Glauber steps from {len(start_ids)} passages × {seeds} seed{'s' if seeds > 1 else ''}")
     return fig
@@ -346,9 +347,9 @@ def traps_figure(traps: pd.DataFrame, kinds: dict[str, float], start_ids: list[s
     dwells' Kaplan–Meier survival per temperature."""
     PS = len(chain_start)
     several = len(set(chain_start.tolist())) < PS  # several seeds per start: the label needs the seed
-    bars_height = 0.9 + 0.34 * 2 * PS  # one bar per chain, above the survival curves
-    fig, (ax, a2) = panels(2, height=(bars_height + 3.2) / 2, per_row=1,
-                           gridspec_kw=dict(height_ratios=[bars_height, 3.2]))
+    bars_height = 0.7 + 0.2 * 2 * PS  # one bar per chain (a row a label high), above the survival curves
+    fig, (ax, a2) = panels(2, height=(bars_height + 2.3) / 2, per_row=1,
+                           gridspec_kw=dict(height_ratios=[bars_height, 2.3]))
     labels = []
     for c in range(2 * PS):
         ax.plot([0, steps], [c, c], color="0.88", lw=7, solid_capstyle="butt")
@@ -426,15 +427,18 @@ def sensitivity_tables(trap_analysis, radii: dict[float, float], q_radius: float
 
 def sensitivity_figure(sensitivity: pd.DataFrame, radii: dict[float, float], radius: float, kinds: dict[str, float],
                        PS: int, min_dwell: int):
-    """Time trapped, traps per chain and KM median dwell against the radius, low τ beside the control."""
-    fig, axes = panels(3, height=3.8)
+    """Time trapped, traps per chain and KM median dwell at each radius of the panel, low τ beside the control. The
+    radii sit evenly spaced, labelled by value and jitter quantile: on a scale of r the close ones (0.43 and 0.48, say)
+    need their labels turned upright, which took more height than the panels."""
+    fig, axes = panels(3, height=2.9)
     rows = [("time_trapped", "time_trapped_ci_low", "time_trapped_ci_high", "fraction of time trapped"),
             ("traps_per_chain", "ci_low", "ci_high", "traps per chain"),
             ("median_dwell", "median_dwell_ci_low", "median_dwell_ci_high", "KM median dwell (steps)")]
+    at = {q: k for k, q in enumerate(radii)}  # the radius of quantile q sits at x = k
+    calibrated = int(np.argmin(np.abs(np.array(list(radii.values())) - radius)))  # its place among the panel's radii
     for ax, (col, lo, hi, label) in zip(axes, rows):
-        span = sensitivity.radius.max() - sensitivity.radius.min() + 1e-9
-        for (k, g), color, dx in zip(sensitivity.groupby("kind", sort=False), ("tab:blue", "tab:red"), (-0.01, 0.01)):
-            x = g.radius.to_numpy() + dx * span  # side by side
+        for (k, g), color, dx in zip(sensitivity.groupby("kind", sort=False), ("tab:blue", "tab:red"), (-0.06, 0.06)):
+            x = g.radius_quantile.map(at).to_numpy() + dx  # side by side
             ok = np.isfinite(g[col]) & np.isfinite(g[lo])
             if ok.any():
                 interval_errorbar(ax, x[ok], g[col][ok], g[lo][ok], g[hi][ok], marker="o", capsize=3, color=color,
@@ -442,10 +446,9 @@ def sensitivity_figure(sensitivity: pd.DataFrame, radii: dict[float, float], rad
             inf = np.isinf(g[col]) & np.isfinite(g[lo])
             if inf.any():  # median beyond every run: only its lower end is known
                 ax.plot(x[inf], g[lo][inf], "^", color=color, ms=8, label=f"{k}: median > every dwell seen")
-        ax.axvline(radius, color="k", lw=0.6, ls=":")
-        ax.set(xlabel=r"trap radius $r$ (jitter quantile)", ylabel=label)
-        ax.set_xticks(list(radii.values()))
-        ax.set_xticklabels([f"{r:.2f} (q={q:g})" for q, r in radii.items()], rotation=90)  # close radii: slanted overlapped
+        ax.axvline(calibrated, color="k", lw=0.6, ls=":")
+        ax.set(xlabel=r"trap radius $r$ (jitter quantile $q$)", ylabel=label)
+        ax.set_xticks(range(len(radii)), [f"{r:.2f}\nq={q:g}" for q, r in radii.items()])
     axes[0].set_ylim(-0.03, 1.03)
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside lower center", ncol=2, frameon=False)
@@ -497,7 +500,7 @@ def escape_tables(reach_dist: np.ndarray, steps: np.ndarray, temps: list[float],
 def escape_fraction_figure(escape_fraction: pd.DataFrame, reach_dist: np.ndarray, steps: np.ndarray,
                            temps: list[float], chains: int, reach_steps: int, deltas: list[float]):
     """Left: the share of chains reaching each δ against τ (Wilson); right: the median distance from the start."""
-    fig, axes = panels(2, height=4.6)
+    fig, axes = panels(2, height=3.8)
     ax = axes[0]
     for (q, delta), g in escape_fraction.groupby(["delta_quantile", "delta"]):
         interval_errorbar(ax, g.temperature, g.fraction, g.ci_low, g.ci_high, marker="o", capsize=3,
@@ -520,7 +523,7 @@ def escape_fraction_figure(escape_fraction: pd.DataFrame, reach_dist: np.ndarray
 def escape_survival_figure(escape_curves: dict, steps: np.ndarray, temps: list[float], q_deltas: list[float],
                            deltas: list[float]):
     """One panel per δ: the KM survival of the escape times (share still within δ) per temperature."""
-    fig, axes = panels(len(deltas), height=3.6, sharey=True)
+    fig, axes = panels(len(deltas), height=3.0, sharey=True)
     for ax, q, delta in zip(axes, q_deltas, deltas):
         for k, tau in enumerate(temps):
             Sv, S_low, S_high = escape_curves[tau, delta]
@@ -560,7 +563,7 @@ def escape_slope_table(slope_fit: dict, mid_delta: float, mid_q: float, chains: 
 def escape_time_figure(inv_tau: np.ndarray, t_mid: np.ndarray, esc_mid: np.ndarray, escape_fraction: pd.DataFrame,
                        mid_q: float, mid_delta: float, slope_fit: dict):
     """Each chain's escape step against 1/τ (log scale), the censored ones, the KM medians and the censored fit."""
-    fig, axes = panels(1, height=3.8)
+    fig, axes = panels(1, height=3.1)
     ax = axes[0]
     mid_rows = escape_fraction[escape_fraction.delta_quantile == mid_q].sort_values("temperature")
     x_mid = 1 / mid_rows.temperature.to_numpy()
@@ -577,7 +580,7 @@ def escape_time_figure(inv_tau: np.ndarray, t_mid: np.ndarray, esc_mid: np.ndarr
                 label=rf"censored fit: median $\propto e^{{{slope_fit['slope']:.3g}/\tau}}$")
     ax.set(xlabel=r"$1/\tau$", ylabel="escape step", yscale="log",
            title=rf"time to reach $\delta = {mid_delta:.2f}$ (q = {mid_q:g}) against $1/\tau$")
-    legend_outside(ax, "below", ncol=2)
+    legend_outside(ax, "below", ncol=2, bbox_to_anchor=(0.5, -0.3))  # clear of the axis label of this short panel
     return fig
 
 
