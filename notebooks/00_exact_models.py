@@ -359,10 +359,9 @@ glue("tolerance_note", Markdown(report.tolerance_note(noise, forward_noise, tol,
 # :format: myst
 # ```
 #
-# How to read it: on compatible models |ρ| is float32 rounding, and on the held-out ones it should stay under a
-# tolerance set on another model; the incompatible toy's ρ should lie on the diagonal of its closed form to within the
-# noise, and an MLM's rectangles far right of its tolerance: then a non-zero ρ on an MLM (notebook 01) is not an
-# artefact of the estimator.
+# How to read it: on compatible models |ρ| should be float32 rounding, on the held-out ones under a tolerance set on
+# another model; the incompatible toy's ρ on the diagonal of its closed form to within the noise, and an MLM's
+# rectangles far right of its tolerance: then a non-zero ρ on an MLM (notebook 01) is no artefact of the estimator.
 #
 # **One tolerance rule, two values.** Notebooks 00 and 01 compute the tolerance by one function, the rule of section
 # 3.
@@ -409,6 +408,7 @@ glue("influence_finding", Markdown(report.influence_finding(influence_cal, INFLU
 # :::{glue:figure} fig:influence_calibration
 # :name: fig-00-influence-calibration
 # :alt: Measured influence points on the closed-form curves for the Ising chain; the sampled-context estimate below the exact supremum for the three-colour model.
+# :figclass: folded
 #
 # **Measured influence against the closed form.** The measured total influence and interior α of the Ising chain against tanh(J/τ) and tanh(J/τ)/2, and on a pairwise model with three colours the exact supremum against the estimate from a few sampled contexts.
 # :::

@@ -218,6 +218,7 @@ run.save_figure(fig, "influence_saturation")
 # :::{glue:figure} fig:influence_saturation
 # :name: fig-05-influence-saturation
 # :alt: Curves of the pooled influence estimate against the number of contexts, per temperature.
+# :figclass: folded
 #
 # **Saturation of the total-influence lower bound.** The pooled total influence from k sampled contexts (mean and central band over random orderings) against k, per temperature, one panel per length; the horizontal line is Dobrushin's threshold 1.
 # :::
