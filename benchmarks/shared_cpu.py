@@ -16,7 +16,10 @@ A second table runs two such processes side by side, as `book --workers 2` runs 
 with the cores shared out (`fanout.kernel_threads`, what `book --workers N` gives its kernels): the steps per second
 of each process, and the two together.
 
-    .venv/bin/python benchmarks/shared_cpu.py            # about 4 minutes on 2 cores
+A third table, on the quiet CPU: one thread against every core at B = 2–128 chains, with whether the two give the
+same states after the same steps (a hash of the final states).
+
+    .venv/bin/python benchmarks/shared_cpu.py            # about 5 minutes on 2 cores
 """
 from __future__ import annotations
 
@@ -41,6 +44,30 @@ fast, _ = seconds_per_step(lambda s: engine(mlm, x, s, cell["tau"], 0), 5, 2.0)
 slow, _ = seconds_per_step(lambda s: usual_loop(mlm, x, s, cell["tau"], 0), 5, 2.0)
 print(json.dumps(dict(engine=1 / fast, usual=1 / slow)))
 """
+
+SWEEP = dict(Bs=[2, 8, 32, 128], n=8, tau=1.0, steps=300)
+SWEEP_CHILD = r"""
+import hashlib, json, sys, torch
+sys.path.insert(0, sys.argv[2])
+from throughput import engine, load_models, seconds_per_step, start_states
+cell, threads = json.loads(sys.argv[1]), int(sys.argv[3])
+torch.set_num_threads(threads)
+mlm = next(iter(load_models(["embedded"], torch.device("cpu")).values()))
+out = {}
+for B in cell["Bs"]:
+    x = start_states(mlm, B, cell["n"])
+    s, _ = seconds_per_step(lambda k: engine(mlm, x, k, cell["tau"], 0), 3, 1.0)
+    states = engine(mlm, x, cell["steps"], cell["tau"], 0)
+    out[B] = dict(rate=1 / s, states=hashlib.sha1(states.final.numpy().tobytes()).hexdigest())
+print(json.dumps(out))
+"""
+
+
+def sweep(threads: int) -> dict:
+    """Per B of SWEEP: steps per second with `threads` torch threads, and a hash of the states after SWEEP's steps."""
+    out = subprocess.run([sys.executable, "-c", SWEEP_CHILD, json.dumps(SWEEP), str(HERE), str(threads)],
+                         capture_output=True, text=True, check=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
 
 
 def measure(threads: int, passive: bool, busy: bool) -> dict:
@@ -87,6 +114,14 @@ def main() -> None:
         engine, usual = [r["engine"] for r in both], [r["usual"] for r in both]
         print(f"| {threads} | {' and '.join(f'{e:.1f}' for e in engine)} | {sum(engine):.1f} | "
               f"{' and '.join(f'{u:.1f}' for u in usual)} | {sum(engine) / sum(usual):.2f} |", flush=True)
+    if cores > 1:
+        print(f"\nOne thread against {cores}, quiet (n = {SWEEP['n']}, τ = {SWEEP['tau']}):\n")
+        print(f"| B | engine steps/s, 1 thread | {cores} threads | {cores} / 1 | same states after {SWEEP['steps']} steps |")
+        print("|---|---|---|---|---|")
+        one, every = sweep(1), sweep(cores)
+        for B in one:
+            print(f"| {B} | {one[B]['rate']:.1f} | {every[B]['rate']:.1f} | {every[B]['rate'] / one[B]['rate']:.2f} | "
+                  f"{'yes' if one[B]['states'] == every[B]['states'] else 'no'} |", flush=True)
 
 
 if __name__ == "__main__":
