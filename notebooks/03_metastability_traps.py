@@ -361,8 +361,8 @@ report.say("sensitivity_finding", *report.sensitivity_prose(sensitivity, criteri
 #
 # ## How far do chains get? (paper Fig 7)
 #
-# {glue:text}`chains` chains per τ: whether each reaches $\geq \delta$ within {glue:text}`reach_steps` steps (Wilson
-# intervals), and when (censored at the end; Kaplan–Meier survival and median).
+# {glue:text}`chains` chains per τ: does each reach δ within {glue:text}`reach_steps` steps (Wilson), and when
+# (Kaplan–Meier)?
 
 # %%
 taus = torch.tensor(temps).repeat_interleave(run["chains"])
@@ -400,13 +400,16 @@ report.say("escape_finding", *report.escape_prose(escape_fraction))
 # **Escape times: Kaplan–Meier survival.** The fraction of chains still within δ of their start against the step, per temperature, with 95 % log-log bands, one panel per calibrated δ.
 # :::
 #
+# **What {numref}`fig-03-escape-fraction` and {numref}`fig-03-escape-survival` show.** {glue:md}`escape_finding` In
+# the paper's Fig. 7 the fraction rises with τ. A fraction near one already at the lowest τ says the starts are not
+# basins at that scale: chains leave real text for text the model prefers, and metastability shows in their traps.
+#
 # ## Escape time against 1/τ
 #
-# Escape taking a time exponential in $m/\tau$, `margins.fit_censored_dwell` fits log E[escape time] $= c/\tau + b$
-# to the escape times at the middle δ (right-censored at {glue:text}`reach_steps`; 95 % interval over starts); the
-# check: $c$'s lower bound above zero. `planted.escape_calibrations` ({glue:text}`cal_replicates` replicates each, at
-# this design) calibrates it and the Wilson rule (fewer chains reach δ at the lowest τ than at the highest): truth,
-# log escape time linear in 1/τ with an offset per start; null, one escape law at every τ.
+# `margins.fit_censored_dwell` fits log E[escape time] $= c/\tau + b$ at the middle δ (censored at
+# {glue:text}`reach_steps`; 95 % interval over starts); the check: $c$'s lower bound above zero.
+# `planted.escape_calibrations` ({glue:text}`cal_replicates` replicates) calibrates it and the Wilson rule: truth, log
+# escape time linear in 1/τ with an offset per start; null, one escape law at every τ.
 
 # %%
 mid_q = sorted(q_deltas)[len(q_deltas) // 2]
@@ -441,10 +444,7 @@ report.show(escape_calibration)
 # :::
 #
 # **What {numref}`fig-03-escape-time` shows.** {glue:md}`slope_finding` Triangles are censored (lower bounds).
-#
-# **What {numref}`fig-03-escape-fraction` and {numref}`fig-03-escape-survival` show.** {glue:md}`escape_finding` In
-# the paper's Fig. 7 the fraction rises with τ. A fraction near one already at the lowest τ says the starts are not
-# basins at that scale: chains leave real text for text the model prefers, and metastability shows in their traps.
+
 
 # %%
 ends = escape_fraction[escape_fraction.delta_quantile == mid_q].sort_values("temperature").iloc[[0, -1]]
