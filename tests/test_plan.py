@@ -330,11 +330,58 @@ def test_00_mlm_rectangles_and_exact_chains_against_the_plan(mlm, texts):
         assert planned.expected[0] / 2 <= res.forward_rows <= 2 * planned.expected[0]
 
 
-def test_calibration_measures_positive_rates(mlm):
-    rates = calibrate(None, 8, device="cpu")
+def test_calibration_measures_positive_rates(mlm, tmp_path):
+    rates = calibrate(None, 8, device="cpu", cache=tmp_path / "rates.json")
     assert rates.default > 0 and rates.float32 > 0 and rates.latency > 0
-    assert rates.times_exact and rates.exact_step > 0
+    assert rates.times_exact and rates.exact_step > 0 and rates.startup > 0
     assert "rows/s" in rates.source and "cpu" in rates.source and "exact models" in rates.source
+    assert "the embedded model" in rates.source and "kernel start" in rates.source
+
+
+def test_model_free_rates_are_timed_once_per_machine(tmp_path, monkeypatch):
+    """The exact-model rates and a kernel's start do not depend on the user's model: timed once, then read back
+    while the machine and the code timed are the same, and timed again when either differs."""
+    from glauber_mlm.book import plan as plan_module
+
+    timings = []
+    monkeypatch.setattr(plan_module, "calibrate_exact", lambda: timings.append("exact") or (1e-3, 2e-6, 3e-9))
+    monkeypatch.setattr(plan_module, "time_startup", lambda: timings.append("startup") or 4.5)
+    cache = tmp_path / "machine_rates.json"
+    first = plan_module.machine_rates(cache)
+    second = plan_module.machine_rates(cache)
+    assert timings == ["exact", "startup"]
+    assert first["exact"] == second["exact"] == (1e-3, 2e-6, 3e-9) and second["startup"] == 4.5
+    assert "timed now" in first["origin"] and "timed on this machine" in second["origin"]
+    stored = json.loads(cache.read_text())
+    stored["key"]["cpu"] = "another CPU"
+    cache.write_text(json.dumps(stored))
+    plan_module.machine_rates(cache)
+    assert timings == ["exact", "startup"] * 2
+    cache.write_text("{not json")
+    plan_module.machine_rates(cache)
+    assert len(timings) == 6
+
+
+def test_plan_times_the_model_it_plans_for(tmp_path, monkeypatch):
+    """`plan --model M --calibrate` times M (the model the user plans for), not the embedded model, and adds each
+    page's kernel start to its time."""
+    from glauber_mlm.book import plan as plan_module
+
+    timed = []
+
+    def fake_calibrate(reference, n, device=None, cache=None):
+        timed.append(reference)
+        return Rates(1e12, 1e12, 1e-3, f"calibrated with {reference}", 1e-4, 1e-7, 1e-10, startup=7.0)
+
+    monkeypatch.setattr(plan_module, "calibrate", fake_calibrate)
+    folder = str(DEFAULT_MODEL)
+    assert main(["plan", "--profile", "smoke", "--only", "07_how_long_must_i_run", "--model", folder,
+                 "--calibrate"]) == 0
+    assert timed == [folder]
+    works = plan(["07_how_long_must_i_run"], "smoke")["07_how_long_must_i_run"]
+    rates = fake_calibrate(None, 32)
+    assert plan_module.notebook_seconds(works, rates) == pytest.approx(
+        7.0 + sum(seconds(w, rates) or 0.0 for w in works))
 
 
 def test_command_prints_every_notebook_and_the_verdict(capsys):

@@ -32,12 +32,14 @@ Time of an MLM or embedder part = max(FLOPs / achieved FLOP/s of its dtype, sequ
 one call). Time of an exact-model part = calls × (seconds of one sampler step on an exact model) + rows × (seconds
 per row + n·q² × seconds per coupling read), the three calibrated together (`calibrate_exact`: coupled Potts
 pairs that never meet, one pair alone for the step, 512 rows at q = 2 and 64 rows at q = 32 for the two per-row
-costs). The achieved FLOP/s come from `--calibrate` (a few `glauber` steps of the reference model on this device,
-B = 64 chains of `--length` tokens, in its default dtype; fp32 `logits` on the same rows; one chain alone for
-the latency; and the exact-model rates), from `--throughput` (rows per second of the reference model at
-`--length`) or from `--tflops`; only `--calibrate` times exact models. The rates are applied to every model of the
+costs). The achieved FLOP/s come from `--calibrate` (a few `glauber` steps of the reference model — `--reference`,
+else `--model`, else the embedded one — on this device, B = 64 chains of `--length` tokens, in its default dtype;
+fp32 `logits` on the same rows; one chain alone for the latency), from `--throughput` (rows per second of the
+reference model at `--length`) or from `--tflops`. `--calibrate` adds what does not depend on the model, timed once
+per machine and version and cached in `_build/plan/machine_rates.json` (`machine_rates`): the exact-model rates and
+a notebook's kernel start with its imports, added to every page. The rates are applied to every model of the
 plan: a small reference model reaches a lower share of the peak than a base-sized one on a GPU, so the estimate is
-conservative there. Not timed: kernel starts, imports, statistics (bootstraps, fits), plotting, and the dense
+conservative there. Not timed: statistics (bootstraps, fits), plotting, and the dense
 linear algebra of an enumerated chain (08's kernels, laws, mixing times and gaps).
 """
 from __future__ import annotations
@@ -56,7 +58,7 @@ from pathlib import Path
 from ..models.roofline import Shape, forward_flops, shape_from_config
 from .errors import BookError
 from .execute import prepare_parameters
-from .parameters import (NOTEBOOKS, accepted_parameters, known_notebooks, notebook_source, parse_value, profile_at_scale,
+from .parameters import (NOTEBOOKS, REPO, accepted_parameters, known_notebooks, notebook_source, parse_value, profile_at_scale,
                          takes_model)
 
 # Published config.json numbers (huggingface.co/<name>/blob/main/config.json) of the hub models the profiles
@@ -110,6 +112,7 @@ class Rates:
     exact_step: float = 0.0
     exact_row: float = 0.0
     exact_read: float = 0.0
+    startup: float = 0.0  # seconds of a notebook's kernel start and imports (`machine_rates`; 0: not timed)
 
     @property
     def times_exact(self) -> bool:
@@ -308,10 +311,12 @@ def plan(names: list[str], profile: str, model: str | None = None, overrides: di
 
 # ---- rates --------------------------------------------------------------------------------------------------------
 
-def calibrate(reference: str | None, n: int, device: str | None = None) -> Rates:
-    """Achieved FLOP/s of `reference` here: `glauber` steps on 64 chains of n tokens (its default dtype), fp32 `logits`
-    on the same rows, and steps of one chain alone for the latency of a call; each the median of 3 timings after a
-    warm-up (which also builds the low-precision weights)."""
+def calibrate(reference: str | None, n: int, device: str | None = None, cache: Path | None = None) -> Rates:
+    """Achieved FLOP/s of `reference` (the model the plan is for; None: the embedded one) here: `glauber` steps on
+    64 chains of n tokens (its default dtype), fp32 `logits` on the same rows, and steps of one chain alone for the
+    latency of a call; each the median of 3 timings after a warm-up (which also builds the low-precision weights).
+    The rates that do not involve the model (exact-model steps, a kernel's start) come from `machine_rates`, timed
+    once per machine and version."""
     import torch
 
     from ..models.hf import load_mlm
@@ -337,12 +342,79 @@ def calibrate(reference: str | None, n: int, device: str | None = None) -> Rates
     single = timed(lambda: glauber(mlm, states[:1], CALIBRATION_STEPS)) / CALIBRATION_STEPS
     per_row = forward_flops(shape_from_config(mlm.model.config.to_dict(), mlm.name), n)
     B = CALIBRATION_BATCH
-    step, row, read = calibrate_exact()
+    machine = machine_rates(cache)
+    step, row, read = machine["exact"]
+    timed_model = "the embedded model" if reference is None else reference
     return Rates(B * per_row / batch, B * per_row / fp32, single,
-                 f"calibrated on {mlm.device} with {mlm.name} ({B} chains × {n} tokens): {B / batch:,.0f} rows/s in "
-                 f"{str(mlm.dtype).removeprefix('torch.')}, {B / fp32:,.0f} rows/s in float32, "
-                 f"{1e3 * single:.1f} ms per step of one chain; exact models: {_exact_source(step, row, read)}",
-                 step, row, read)
+                 f"calibrated on {mlm.device} with {timed_model} ({mlm.name}; {B} chains × {n} tokens): "
+                 f"{B / batch:,.0f} rows/s in {str(mlm.dtype).removeprefix('torch.')}, {B / fp32:,.0f} rows/s in "
+                 f"float32, {1e3 * single:.1f} ms per step of one chain; exact models: {_exact_source(step, row, read)}; "
+                 f"{machine['startup']:.1f} s a notebook's kernel start and imports ({machine['origin']})",
+                 step, row, read, machine["startup"])
+
+
+MACHINE_RATES = REPO / "_build" / "plan" / "machine_rates.json"
+# what a notebook imports before its first cell computes: the kernel pays these once per page
+STARTUP_IMPORTS = ("import torch, transformers, pandas, matplotlib.pyplot, seaborn, scipy.stats; "
+                   "import glauber_mlm, glauber_mlm.pages.run, glauber_mlm.pages.report")
+
+
+def machine_key() -> dict[str, str]:
+    """What the model-free rates depend on: the machine (host, CPU, threads), torch's version and the code timed
+    (the samplers and exact models, by content)."""
+    import hashlib
+    import platform
+
+    import torch
+
+    from ..pages.run import cpu_name
+
+    library = Path(__file__).resolve().parents[1]
+    code = hashlib.sha256()
+    for f in sorted([*library.glob("samplers/*.py"), *library.glob("exact/*.py")]):
+        code.update(f.read_bytes())
+    return {"host": platform.node(), "cpu": cpu_name(), "threads": str(torch.get_num_threads()),
+            "torch": torch.__version__, "code": code.hexdigest()[:16]}
+
+
+def machine_rates(cache: Path | None = None) -> dict:
+    """{"exact": (step, row, read), "startup": seconds, "origin": words}: the exact-model rates (`calibrate_exact`)
+    and a notebook's kernel start with its imports (`time_startup`), read from `cache` (default
+    `_build/plan/machine_rates.json`) when it was timed on this machine and version (`machine_key`), else timed now
+    (about 15 s) and written there."""
+    cache = MACHINE_RATES if cache is None else Path(cache)
+    key = machine_key()
+    try:
+        stored = json.loads(cache.read_text())
+        if stored.get("key") == key:
+            return {"exact": tuple(stored["exact"]), "startup": float(stored["startup"]),
+                    "origin": f"timed on this machine on {stored['timed_on']}, cached in {cache.name}"}
+    except (OSError, ValueError, KeyError, TypeError):
+        pass  # absent, unreadable or from another machine: time them again
+    exact, startup = calibrate_exact(), time_startup()
+    today = time.strftime("%Y-%m-%d")
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    tmp = cache.with_suffix(".tmp")
+    tmp.write_text(json.dumps({"key": key, "exact": list(exact), "startup": startup, "timed_on": today}, indent=1))
+    tmp.replace(cache)
+    return {"exact": exact, "startup": startup, "origin": f"timed now, cached in {cache.name}"}
+
+
+def time_startup() -> float:
+    """Seconds from starting a Jupyter kernel (papermill's, the environment's python3) to its having run the
+    notebooks' imports (`STARTUP_IMPORTS`): what every page costs before its first computation."""
+    from jupyter_client.manager import start_new_kernel
+
+    started = time.perf_counter()
+    manager, client = start_new_kernel(kernel_name="python3")
+    try:
+        reply = client.execute_interactive(STARTUP_IMPORTS, timeout=300, output_hook=lambda _: None)
+        if reply["content"]["status"] != "ok":
+            raise OSError(f"the kernel could not import the notebooks' libraries: {reply['content'].get('evalue')}")
+        return time.perf_counter() - started
+    finally:
+        client.stop_channels()
+        manager.shutdown_kernel(now=True)
 
 
 # (pairs, sites n, states q, steps) of `calibrate_exact`'s three timings: one pair alone (the step), many cheap rows
@@ -453,6 +525,11 @@ def _calls(work: Work) -> str:
     return f"{work.calls:,}" + (f" (~ {work.expected[1]:,})" if work.expected is not None else "")
 
 
+def notebook_seconds(works: list[Work], rates: Rates, worst_case: bool = False) -> float:
+    """A notebook's time: its parts' (`seconds`; an untimed exact part counts 0) plus its kernel start and imports."""
+    return rates.startup + sum(seconds(w, rates, worst_case) or 0.0 for w in works)
+
+
 def notebook_table(works: list[Work], rates: Rates | None, worst_case: bool = False) -> str:
     """One line per part: model, n, rows, sequential calls, dtype, FLOPs and time (an exact model's dtype column
     gives its q)."""
@@ -464,6 +541,8 @@ def notebook_table(works: list[Work], rates: Rates | None, worst_case: bool = Fa
                 f"{w.model} (exact)", str(w.n), _rows(w), _calls(w), f"q = {w.states}" if w.kind == "exact" else w.dtype,
                 flops]
         lines.append(line + ([duration(seconds(w, rates, worst_case))] if rates else []))
+    if rates and rates.startup:
+        lines.append(["kernel start and imports", "–", "–", "–", "–", "–", "–", duration(rates.startup)])
     return _table(header, lines)
 
 
@@ -482,7 +561,7 @@ def summary_table(works: dict[str, list[Work]], rates: Rates | None, worst_case:
         line = [name, count(ws, "mlm"), lengths, count(ws, "embedder"), count(ws, "exact"),
                 _si(sum(work_flops(w) for w in ws))]
         if rates:
-            s = sum(seconds(w, rates, worst_case) or 0.0 for w in ws)
+            s = notebook_seconds(ws, rates, worst_case)
             total_s += s
             line.append(duration(s))
         lines.append(line)
@@ -529,12 +608,13 @@ def _parser() -> argparse.ArgumentParser:
                    help="a parameter override for every notebook that declares KEY; VALUE is plain data, as for glauber-mlm run")
     rate = p.add_mutually_exclusive_group()
     rate.add_argument("--calibrate", action="store_true",
-                      help="time a few forwards of the reference model on this device (seconds)")
+                      help="time a few forwards of the reference model on this device, about 15 s (the first time on a "
+                           "machine also times exact models and a kernel's start, another 15 s)")
     rate.add_argument("--throughput", nargs="+", type=float, metavar="ROWS_PER_S",
                       help="forward rows per second of the reference model at --length: default dtype [and fp32]")
     rate.add_argument("--tflops", nargs="+", type=float, metavar="TFLOP_S",
                       help="achieved TFLOP/s: default dtype [and fp32]")
-    p.add_argument("--reference", help="the model of --calibrate and --throughput [the embedded model]")
+    p.add_argument("--reference", help="the model of --calibrate and --throughput [--model, else the embedded model]")
     p.add_argument("--length", type=int, default=32, help="tokens per row for --calibrate and --throughput [32]")
     p.add_argument("--latency-ms", type=float, default=0.0,
                    help="milliseconds per forward call for --throughput and --tflops [0; --calibrate measures it]")
@@ -551,10 +631,11 @@ def _rates(args: argparse.Namespace) -> Rates | None:
             raise ValueError(f"--{key} takes one or two finite numbers > 0 (default dtype, then fp32), got {values}.")
     if not 2 <= args.length <= 512 or args.latency_ms < 0:
         raise ValueError(f"--length must lie in [2, 512] and --latency-ms be ≥ 0, got {args.length} and {args.latency_ms}.")
+    reference = args.reference or args.model
     if args.calibrate:
-        return calibrate(args.reference, args.length)
+        return calibrate(reference, args.length)
     if args.throughput:
-        return rates_from_throughput(args.throughput, args.reference, args.length, args.latency_ms / 1e3)
+        return rates_from_throughput(args.throughput, reference, args.length, args.latency_ms / 1e3)
     if args.tflops:
         return rates_from_tflops(args.tflops, args.latency_ms / 1e3)
     return None

@@ -57,10 +57,10 @@ def estimate(names: list[str], profile: str, model: str | None, scale: float, no
         return "no time estimate: the plan counts none of these notebooks"
     try:
         works = plan.plan(counted, profile, model, notebooks_dir=notebooks_dir, scale=scale)
-        rates = plan.calibrate(None, 32)
+        rates = plan.calibrate(model, 32)
     except (ValueError, OSError) as err:
         return f"no time estimate ({err})"
-    seconds = sum(plan.seconds(work, rates) or 0.0 for works_of in works.values() for work in works_of)
+    seconds = sum(plan.notebook_seconds(works_of, rates) for works_of in works.values())
     left_out = sorted(set(names) - set(counted))
     return (f"the plan's time: about {plan.duration(seconds)} on this machine for {len(counted)} page(s) (forwards "
             f"and exact-model steps, coupled pairs at their expected length where the notebook gives one, else their "
