@@ -3,6 +3,7 @@ plotly.js loaded only by the pages that draw a Plotly figure (issue 38, items 1 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import nbformat
@@ -134,10 +135,14 @@ def notebook(html: str | None) -> nbformat.NotebookNode:
                                     metadata={"language_info": {"name": "python"}})
 
 
-def test_plotly_js_is_loaded_only_by_the_page_whose_notebook_draws_a_plotly_figure(tmp_path):
+def test_plotly_js_and_a_figures_data_load_only_when_the_reader_can_see_it(tmp_path):
     """A Sphinx build with -W of two executed notebooks, as Jupyter Book renders them (myst-nb): the page with a Plotly
-    figure loads _static/plotly.min.js in its head, the other does not, and the file is in the build."""
+    figure loads no plotly.js in its head and carries no drawing script; an inert one names the figure's own file
+    (which holds the drawing code) and plotly.js, both in the build, for _static/page_folds.js to load when the figure
+    is seen; the plain page has neither."""
     import plotly.graph_objects as go
+
+    from glauber_mlm.book.plotly_pages import DEFERRED, DRAWS
 
     figure = go.Figure(go.Scatter(x=[0, 1], y=[1, 0])).to_html(include_plotlyjs=False, full_html=False)
     src = tmp_path / "src"
@@ -148,10 +153,14 @@ def test_plotly_js_is_loaded_only_by_the_page_whose_notebook_draws_a_plotly_figu
     nbformat.write(notebook(figure), src / "figure.ipynb")
     nbformat.write(notebook(None), src / "plain.ipynb")
     out = sphinx_build(src, tmp_path / "html")
-    script = '<script src="_static/plotly.min.js'
-    assert script in (out / "figure.html").read_text().split("</head>")[0]
-    assert script not in (out / "plain.html").read_text() and script not in (out / "index.html").read_text()
-    assert (out / "_static" / "plotly.min.js").stat().st_size > 1_000_000
+    page = (out / "figure.html").read_text()
+    assert "plotly.min.js" not in page.split("</head>")[0] and DRAWS not in page
+    deferred = re.findall(rf'<script type="{DEFERRED}" data-src="([^"]+)" data-plotly="([^"]+)"></script>', page)
+    assert len(deferred) == 1
+    code, plotly_js = (out / deferred[0][0]).read_text(), out / deferred[0][1]
+    assert DRAWS in code and plotly_js == out / "_static" / "plotly.min.js" and plotly_js.stat().st_size > 1_000_000
+    plain = (out / "plain.html").read_text()
+    assert DEFERRED not in plain and "plotly.min.js" not in plain and "plotly.min.js" not in (out / "index.html").read_text()
 
 
 def test_what_would_decide_an_open_check_is_its_design_without_the_calibrations_numbers():
