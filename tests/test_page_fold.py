@@ -143,7 +143,9 @@ def test_a_cell_that_draws_only_an_interactive_figure_is_a_detail_of_its_section
     assert section.children[-2:] == [figure, reading]
 
 
-def test_a_figure_the_page_marks_folded_folds_under_its_number_and_title_and_its_reading_stays_open():
+def test_a_figure_the_page_marks_folded_folds_with_its_reading_or_not_at_all():
+    """A secondary figure with a reading of its own folds with it under its number and title; one whose reading also
+    reads an open figure, or that has no reading, stays open (a figure folds with its reading or neither does)."""
     def figure(ident: str, title: str, *classes: str) -> nodes.figure:
         fig = nodes.figure(ids=[ident], classes=list(classes))
         caption = nodes.caption()
@@ -151,14 +153,21 @@ def test_a_figure_the_page_marks_folded_folds_under_its_number_and_title_and_its
         fig += [nodes.image(uri="f.png"), caption]
         return fig
 
+    numbers = {"fig-03-escape-fraction": ("03", 5), "fig-03-escape-survival": ("03", 6)}
     survival = figure("fig-03-escape-survival", "Escape times: Kaplan–Meier survival.", "folded")
     fractions = figure("fig-03-escape-fraction", "How far chains get.")
-    reading = _para(" fewer chains escape at low τ.", bold="What Figure 03.5 and Figure 03.6 show.")
-    section = _section(fractions, survival, reading)
-    numbers = {"fig-03-escape-fraction": ("03", 5), "fig-03-escape-survival": ("03", 6)}
+    own, more = _para(" fewer chains escape at low τ.", bold="What Figure 03.6 shows."), _para("Its median falls.")
+    after = _para("The next section.")
+    section = _section(fractions, survival, own, more, after)
     assert page_fold.fold_marked_figures(section, numbers) == 1
-    assert page_fold.fold_section_details(section) == 0
     (fold,) = _folds(section)
-    assert section.children[1:] == [fractions, fold, reading] and fold.children == [survival]
-    assert fold["prompt_show"] == "Show Figure 03.6 (Escape times: Kaplan–Meier survival)"
-    assert fold["prompt_hide"] == "Hide Figure 03.6"
+    assert section.children[1:] == [fractions, fold, after] and fold.children == [survival, own, more]
+    assert fold["prompt_show"] == "Show Figure 03.6 (Escape times: Kaplan–Meier survival) and its reading"
+    assert fold["prompt_hide"] == "Hide Figure 03.6 and its reading"
+
+    survival = figure("fig-03-escape-survival", "Escape times: Kaplan–Meier survival.", "folded")
+    shared = _para(" fewer chains escape at low τ.", bold="What Figure 03.5 and Figure 03.6 show.")
+    section = _section(fractions, survival, shared)
+    assert page_fold.fold_marked_figures(section, numbers) == 0 and not _folds(section)
+    alone = _section(figure("fig-03-escape-survival", "Escape times.", "folded"), _para("Prose, no reading."))
+    assert page_fold.fold_marked_figures(alone, numbers) == 0

@@ -16,15 +16,18 @@ Folded on a result page (book/notebooks/NN_*):
 - **interactive figures**: a Plotly figure (`pages.plots`), which explores what a static figure beside it shows,
   under "Show the interactive figure"; `_static/page_folds.js` redraws it at its width when it is opened;
 - **secondary figures**: a figure the page marks `:figclass: folded` (one that backs another, as survival curves
-  back the fractions they end in), under its number and title; its reading stays open;
+  back the fractions they end in), with its reading, under its number and title: a figure folds with its reading or
+  neither does (a marked figure whose reading also reads an open figure stays open);
 - **the set-up cells**: a run of code cells that each show only their own fold (parameters, imports, the plan), under
   one summary ("Show 4 code cells");
 - **the end matter**: the bodies of the sections "How these rules came to be" and "Downloads", under their headings.
 
 Open on every page: the claim, the result box's verdict and table of checks, what would decide an open check, each
-section's opening prose, every figure the page does not mark secondary, and every figure's reading.
+section's opening prose, every figure the page does not mark secondary, and the reading of every figure left open.
 """
 from __future__ import annotations
+
+import re
 
 from docutils import nodes
 from myst_nb.sphinx_ import HideCodeCellNode
@@ -128,18 +131,53 @@ FOLDED_FIGURE = "folded"  # the class a page gives a secondary figure: `{glue:fi
 
 
 def fold_marked_figures(doctree: nodes.Node, numbers: dict[str, tuple]) -> int:
-    """Fold every figure the page marks as secondary (class `FOLDED_FIGURE`) under its number and title ("Show
-    Figure 03.5 (Escape times: Kaplan–Meier survival)"); its reading stays open where the page put it. `numbers`: the
-    page's figure numbers by id (Sphinx's `toc_fignumbers`); returns the figures folded."""
-    figures = [f for f in doctree.findall(nodes.figure) if FOLDED_FIGURE in f["classes"]]
-    for figure in figures:
+    """Fold every figure the page marks as secondary (class `FOLDED_FIGURE`) together with its reading, under its
+    number and title ("Show Figure 03.5 (Escape times: Kaplan–Meier survival) and its reading"): a figure folds with
+    its reading or neither does. A marked figure whose reading also reads a figure left open (one reading for both)
+    stays open, and so does one with no reading of its own. `numbers`: the page's figure numbers by id (Sphinx's
+    `toc_fignumbers`); returns the figures folded."""
+    folded = 0
+    for figure in [f for f in doctree.findall(nodes.figure) if FOLDED_FIGURE in f["classes"]]:
         number = next((numbers[i] for i in figure["ids"] if i in numbers), None)
-        name = "Figure " + ".".join(map(str, number)) if number else "the figure"
+        if number is None:
+            continue
+        name = "Figure " + ".".join(map(str, number))
+        block = _block_of(figure)
+        reading = _own_reading(block, name)
+        if reading is None:
+            continue
         caption = next(figure.findall(nodes.caption), None)
         title = next(caption.findall(nodes.strong), caption) if caption is not None else None
         shown = f"{name} ({title.astext().strip().rstrip('.')})" if title is not None else name
-        _fold([figure], f"Show {shown}", f"Hide {name}")
-    return len(figures)
+        _fold([block, *reading], f"Show {shown} and its reading", f"Hide {name} and its reading")
+        folded += 1
+    return folded
+
+
+def _block_of(node: nodes.Node) -> nodes.Node:
+    """The ancestor of `node` (or itself) that is a direct child of a section: what a section's folds move."""
+    while node.parent is not None and not isinstance(node.parent, nodes.section):
+        node = node.parent
+    return node
+
+
+FIGURE_NAME = re.compile(r"Figure \d+\.\d+")
+
+
+def _own_reading(block: nodes.Node, name: str) -> list[nodes.Node] | None:
+    """The reading that follows `block` when it reads figure `name` alone — its bold opening ("What Figure 03.6
+    shows.") and the paragraph after it, as `fold_section_details` keeps them — else None."""
+    parent = block.parent
+    if parent is None:
+        return None
+    after = parent.children[parent.index(block) + 1:]
+    if not after or not _is_reading(after[0]):
+        return None
+    opening = next(c for c in after[0].children if c.astext())
+    if set(FIGURE_NAME.findall(opening.astext())) != {name}:
+        return None
+    return after[:2] if len(after) > 1 and isinstance(after[1], nodes.paragraph) and not _is_reading(after[1]) \
+        else after[:1]
 
 
 def fold_end_sections(doctree: nodes.Node) -> int:
