@@ -7,8 +7,9 @@ Folded on a result page (book/notebooks/NN_*):
 - **long code**: a code cell whose source is longer than `CODE_LINES` lines shows "Show code cell source";
 - **long tables and print-outs**: a cell's output that is only tables and printed text, with more than `ROWS`
   rows and lines in all, shows "Show code cell output" (an output that draws a figure is never folded);
-- **in the result box**: the table of key numbers when it has more than `ROWS` rows, and the paragraphs that say how
-  a verdict is decided and since when ("Rule:", "Rules:");
+- **in the result box**: the table of key numbers (on every page, whatever its length: the open table of checks
+  shows the value each check decides on), and the paragraphs that say how a verdict is decided and since when
+  ("Rule:", "Rules:");
 - **each section's details**: in every numbered section after the result box, what lies between the section's
   opening prose, its static figures and each figure's reading (the paragraph "What Figure NN.k shows." and the one
   after it) is folded, run by run, under a summary that counts it ("Show 2 code cells, 1 table and 3 paragraphs"),
@@ -103,15 +104,16 @@ def _fold(children: list[nodes.Node], show: str, hide: str) -> HideCodeCellNode:
 
 
 def fold_result_box(box: nodes.admonition) -> int:
-    """Fold the box's long table of key numbers and its how-it-is-decided paragraphs; returns the folds made."""
+    """Fold the box's table of key numbers, whatever its length (one policy on every page: the table of checks
+    below it, open, shows the value each check decides on), and its how-it-is-decided paragraphs; returns the folds
+    made."""
     folds = 0
     tables = [t for t in box.children if isinstance(t, (nodes.table, nodes.container))
               and next(t.findall(nodes.table), None) is not None]
     if tables:
         rows = len(list(next(tables[0].findall(nodes.tbody)).findall(nodes.row)))
-        if rows > ROWS:
-            _fold([tables[0]], f"Show the {rows} key numbers of this build", "Hide the key numbers")
-            folds += 1
+        _fold([tables[0]], f"Show the {rows} key numbers of this build", "Hide the key numbers")
+        folds += 1
     rules = [p for p in box.children if isinstance(p, nodes.paragraph) and p.astext().startswith(BOX_RULE_PARAGRAPHS)]
     if rules:
         _fold(rules, "How the verdict is decided, and since when", "Hide the verdict rule")
