@@ -186,3 +186,25 @@ def test_the_generated_test_survives_an_edited_page(world):
                          cwd=world, env=env, capture_output=True, text=True, timeout=600)
     assert ran.returncode == 0 and "1 skipped" in ran.stdout, ran.stdout[-3000:] + ran.stderr[-2000:]
     assert "no longer has the template's parameters ['sites']" in ran.stdout
+
+
+def test_a_stale_plan_row_is_flagged_and_refresh_rewrites_it(world, capsys):
+    """After a page's work changes, `stale_plan_rows` names its row of the plan table, the build says so with the
+    command, and `new --refresh-plan` rewrites it so that nothing is stale."""
+    from glauber_mlm.book.command import _flag_stale_plan
+    from glauber_mlm.book.new import REFRESH, stale_plan_rows
+
+    assert new(world, MODEL_PROBE) == 0 and stale_plan_rows(world) == []
+    src = world / "notebooks" / f"{MODEL_PROBE}.py"
+    paper = 'passages="ms_marco", length=32, sites=6'
+    assert paper in src.read_text()
+    src.write_text(src.read_text().replace(paper, paper[:-1] + "7"))  # the paper profile's restricted chain, grown
+    assert stale_plan_rows(world) == ["**total**", MODEL_PROBE]
+    capsys.readouterr()
+    _flag_stale_plan(world)
+    flagged = capsys.readouterr().out
+    assert f"plan table is stale for **total**, {MODEL_PROBE}" in flagged and REFRESH in flagged
+    assert cli_main(["new", "--refresh-plan", "--root", str(world)]) == 0
+    assert f"rewrote the plan table's rows of **total**, {MODEL_PROBE}" in capsys.readouterr().out
+    assert stale_plan_rows(world) == []
+    assert plan_table(world)[MODEL_PROBE][1] == printed_plan(world)[MODEL_PROBE][1]

@@ -270,6 +270,23 @@ def model_pages(names: list[str], nb_dir: Path, model: str | None) -> list[str]:
     return kept
 
 
+def _flag_stale_plan(root: Path) -> None:
+    """Say when run_it_yourself.md's plan table no longer matches the pages' work (a page edited since `new` wrote
+    its row), and the command that rewrites it; a book without that page has nothing to flag."""
+    from .new import REFRESH, registers, stale_plan_rows
+
+    if not registers(root)["plan table"].is_file():
+        return
+    try:
+        stale = stale_plan_rows(root)
+    except (BookError, OSError, ValueError) as err:
+        print(f"note: the plan table in book/run_it_yourself.md could not be checked ({err})", flush=True)
+        return
+    if stale:
+        print(f"note: book/run_it_yourself.md's plan table is stale for {', '.join(stale)} (their work changed since "
+              f"the rows were written): {REFRESH} rewrites them", flush=True)
+
+
 def _build(args, root: Path, fans_out: bool) -> int:
     """`book` once it holds the book's lock: execute what is stale, write the execution page, build."""
     nb_dir = args.notebooks or NOTEBOOKS
@@ -291,6 +308,7 @@ def _build(args, root: Path, fans_out: bool) -> int:
                                args.scale or 1.0, nb_dir), flush=True)
     page = write_execution_page(root, executed)
     print(f"wrote {page}")
+    _flag_stale_plan(root)
     try:
         html = build_book(root)
     except BookError as err:

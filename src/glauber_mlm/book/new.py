@@ -183,6 +183,20 @@ def with_plan_rows(text: str, notebooks_dir: Path) -> str:
     return "".join(lines)
 
 
+def stale_plan_rows(root: Path) -> list[str]:
+    """The notebooks (and "**total**") whose row of run_it_yourself.md's plan table differs from what
+    `with_plan_rows` would write now (a page's work changed since its row was written), or that have no row."""
+    path = registers(root)["plan table"]
+    text = path.read_text()
+    rows = lambda t: {line.strip("|\n ").split("|")[0].split()[0]: line  # noqa: E731
+                      for line in t[t.index(PLAN_TABLE):].split("\n\n")[0].splitlines(keepends=True)[2:]}
+    before, after = rows(text), rows(with_plan_rows(text, registers(root)["notebooks"]))
+    return sorted(name for name in after if before.get(name) != after[name])
+
+
+REFRESH = "glauber-mlm new --refresh-plan"  # the command that rewrites the plan table's stale rows
+
+
 def _cell(column: str | None, printed: dict, name: str) -> str:
     """A cell of `name`'s row of the plan table from the plan's printed summary rows."""
     gpu, quiet = printed["GPU"][name], printed["quiet"][name]
@@ -219,7 +233,9 @@ def _row(cells: list[str]) -> str:
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="glauber-mlm new", description=(
         "Write a new result page, its smoke test, its toc entry, its intro row, its rules entry and its plan-table row."))
-    p.add_argument("name", help="the page's name: NN_topic (two digits, lowercase words joined by underscores)")
+    p.add_argument("name", nargs="?", help="the page's name: NN_topic (two digits, lowercase words joined by underscores)")
+    p.add_argument("--refresh-plan", action="store_true",
+                   help="write no page: rewrite book/run_it_yourself.md's plan table where a page's work changed")
     p.add_argument("--exact-only", action="store_true",
                    help="a page that runs an exact model only: no model parameter (book --model skips it)")
     p.add_argument("--title", help="the page's title [its topic's words]")
@@ -234,6 +250,11 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = _parser().parse_args(argv[1:] if argv[:1] == ["new"] else argv)
     root = (args.root or default_root()).resolve()
+    if args.refresh_plan:
+        return refresh_plan(root)
+    if args.name is None:
+        print("error: name the page (NN_topic), or give --refresh-plan to rewrite the plan table only.", file=sys.stderr)
+        return 2
     try:
         written = new_page(root, args.name, args.exact_only, args.title)
     except BookError as err:
@@ -244,6 +265,21 @@ def main(argv: list[str] | None = None) -> int:
           "PROFILES and plan your own, and its row in book/intro.md; when its checks or paper profile change, "
           "tests/test_rules_record.py names the hashes for its entry in notebooks/rules.json (CONTRIBUTING.md, "
           "'Add a notebook').")
+    return 0
+
+
+def refresh_plan(root: Path) -> int:
+    """`new --refresh-plan`: rewrite run_it_yourself.md's plan table from the plan, and say which rows changed."""
+    try:
+        stale = stale_plan_rows(root)
+        path = registers(root)["plan table"]
+        if stale:
+            path.write_text(with_plan_rows(path.read_text(), registers(root)["notebooks"]))
+    except (BookError, OSError, ValueError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    print(f"rewrote the plan table's rows of {', '.join(stale)} in {path.relative_to(root)}" if stale
+          else "the plan table is current")
     return 0
 
 
