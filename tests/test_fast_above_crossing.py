@@ -71,6 +71,9 @@ def test_the_certified_upper_bound_of_tau_star_lies_above_every_sampled_lower_bo
     assert total_variation(torch.log_softmax(s + torch.tensor([[-1.0, 0.0]]), -1),
                            torch.log_softmax(s + torch.tensor([[1.0, 0.0]]), -1)).item() == pytest.approx(math.tanh(0.5))
     assert crossing_upper_bound(None, 8) == math.inf and crossing_upper_bound(3.0, 2) == 0.0
+    from glauber_mlm import exact
+
+    assert head_oscillation_bound(exact.potts_chain(4, q=2, coupling=1.0)) is None  # no LayerNorm → Linear head
 
     mlm = load_mlm(None)
     bound = head_oscillation_bound(mlm)

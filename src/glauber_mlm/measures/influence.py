@@ -79,11 +79,13 @@ def head_oscillation_bound(model: object) -> float | None:
     """sup over contexts x, x' and tokens v, w of (ℓ_v(x) − ℓ_v(x')) − (ℓ_w(x) − ℓ_w(x')) for a head ℓ = W(γ⊙z + β) + b
     with z a LayerNorm output (mean 0, ‖z‖ < √d): ≤ 4√d · max_v ‖P(W_v⊙γ) − mean‖ over the support (P removes the
     mean of a row); None for a model whose head is not LayerNorm → Linear (no bound known here)."""
+    from ..models.hf import ROBERTA_LIKE
+
     inner = getattr(model, "model", None)
     kind = getattr(getattr(inner, "config", None), "model_type", None)
     if kind == "bert":
         norm, out = inner.cls.predictions.transform.LayerNorm, inner.cls.predictions.decoder
-    elif kind in {"roberta", "xlm-roberta", "camembert", "data2vec-text"}:
+    elif kind in ROBERTA_LIKE:
         norm, out = inner.lm_head.layer_norm, inner.lm_head.decoder
     elif kind == "distilbert":
         norm, out = inner.vocab_layer_norm, inner.vocab_projector
