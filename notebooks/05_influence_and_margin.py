@@ -26,7 +26,9 @@
 # over sampled real contexts and a few top-k replacements, which is a *lower* bound on α_ij. Our total
 # influence is therefore a lower bound on Dobrushin's sum, and τ* a lower bound on the temperature above
 # which the condition holds: where our estimate exceeds 1 the condition certainly fails for those
-# contexts, where it is below 1 it may still fail elsewhere in sequence space.
+# contexts, where it is below 1 it may still fail elsewhere in sequence space. Where the condition certainly holds
+# is read off an *upper* bound on every context at once, from the weights of the model's output head (section 2):
+# the theorem is tested only on the cells above it.
 
 # %% [markdown]
 # :::{admonition} The result of this build
@@ -67,6 +69,7 @@ from myst_nb import glue
 
 import glauber_mlm as gm
 from glauber_mlm.measures import margins
+from glauber_mlm.measures.influence import crossing_upper_bound, head_oscillation_bound
 from glauber_mlm.models.passages import load_passages, sample_passages
 from glauber_mlm.pages.checks import Check
 from glauber_mlm.pages.planted.margin_theorem import dwell_fit_calibration, fast_cells_calibration
@@ -230,6 +233,14 @@ run.save_figure(fig, "influence_saturation")
 # provenance says so); otherwise a small one is computed here with the same pipeline (coupled pairs of independent
 # passages, censored medians). The measured slow-to-fast boundary at each length is the lowest temperature of the grid
 # from which on every cell's median coupling time is finite (more than half the pairs met within the budget).
+#
+# **An upper bound on τ*** (`influence.head_oscillation_bound`). The head of this model maps a LayerNorm output z
+# (mean 0, ‖z‖ < √d) through one linear layer, so whatever the context, the change of the logits at a site has
+# oscillation at most osc = 4√d · max_v ‖a_v − ā‖ (a_v: row v of the decoder times the LayerNorm gain, centred).
+# Two softmaxes whose logits differ by h are at most tanh(osc(h)/4τ) apart in total variation, so
+# Σ_j α_ij ≤ (n − 1)·tanh(osc/4τ) in every context, and the true crossing lies at or below
+# τ*⁺(n) = osc / (4·artanh(1/(n − 1))) (`influence.crossing_upper_bound`). It is computed from the weights in fp32;
+# chains that run in bf16 add rounding on top.
 
 # %%
 if phase is None:  # 02's pipeline (`gm.coupling_times` on pairs of independent passages) on a small grid
@@ -238,24 +249,29 @@ if phase is None:  # 02's pipeline (`gm.coupling_times` on pairs of independent 
     phase_source = f"computed here ({phase_source})"
 print("phase diagram:", phase_source)
 bounds = {int(n): slow_to_fast_boundary(sub.temperature, sub.median_time) for n, sub in phase.groupby("length")}
-crossing = run.save_table(report.crossing_table(summaries, design, bounds, phase_source, ns, taus), "crossing")
+oscillation = head_oscillation_bound(mlm)  # None: no bound known for this model's head
+crossing = run.save_table(report.crossing_table(summaries, design, bounds, phase_source, ns, taus,
+                                                {n: crossing_upper_bound(oscillation, n) for n in ns}), "crossing")
 report.crossing_display(crossing)
 
 # %% [markdown]
-# ## 3. Is coupling fast in every cell above τ*?
+# ## 3. Is coupling fast in every cell where the theorem's hypothesis holds?
 #
-# The theorem's hypothesis holds (as far as this lower bound can say) above τ*(n), so its prediction, fast mixing, is
+# The theorem's hypothesis holds in every context above τ*'s upper bound τ*⁺(n), so its prediction, fast mixing, is
 # tested only on the (τ, n) cells of notebook 02's tables (its phase diagram and scaling study, or the small phase
-# diagram computed here when 02's are not published for this model and profile) that lie above τ* at their own length:
-# whose temperature exceeds the crossing at that length (below the grid: every temperature above the grid's lowest;
-# above the grid: none).
+# diagram computed here when 02's are not published for this model and profile) whose temperature exceeds τ*⁺ at
+# their own length. Between the lower bound τ* and τ*⁺ the hypothesis may fail in contexts not sampled, so cells
+# there test nothing the theorem says; until 2026-12-06 the page tested the cells above the lower bound, and that
+# outcome stays beside the verdict as a side check.
 #
-# **The rule, fixed before the run** (`planted.every_cell_fast`): a cell is fast when its censored median coupling
-# time is finite, i.e. more than half its pairs met within its budget, as the phase diagram defines fast; the check
-# passes when every cell above τ* is fast. **Calibration** (`planted.fast_cells_calibration`), at the design of the
-# cells tested (each cell's length, pairs and budget): power on coupled Glauber on the Ising chain at J/τ = 1/2, where
-# path coupling contracts and T ≈ (n/δ)·log(n/2); size on the same times replanted so that each cell's median is twice
-# its budget (a slow chain).
+# **The rule** (`planted.every_cell_fast`): a cell is fast when its censored median coupling time is finite, i.e.
+# more than half its pairs met within its budget, as the phase diagram defines fast; the check passes when every
+# tested cell is fast. **Calibration** (`planted.fast_cells_calibration`), at the design of the cells tested (each
+# cell's length, pairs and budget): power on coupled Glauber on the Ising chain at J/τ = 1/2, where path coupling
+# contracts and T ≈ (n/δ)·log(n/2); size on its twin without the effect, the same times replanted so that each
+# cell's median sits on its budget (the slow law nearest to fast: a lone cell passes it about half the time, k cells
+# together about 2^−k of the time). Until 2026-12-06 the null put the median at twice the budget, which no replicate
+# passes while the data's medians lie far below the budget: it could not tell this rule from a weaker one.
 
 # %%
 def above_from(row) -> float:
@@ -265,16 +281,29 @@ def above_from(row) -> float:
 
 cells = report.table_cells(phase, scaling_times)  # every (τ, n) cell of 02's phase diagram and scaling study
 floor = {int(r.length): above_from(r) for r in crossing.itertuples()}
+upper = crossing.set_index("length").crossing_upper
 cells["tau_star"] = cells.length.map(lambda n: crossing.set_index("length").crossing_temperature.get(n, np.nan))
+cells["tau_star_upper"] = cells.length.map(lambda n: upper.get(n, np.inf))
 cells["above_tau_star"] = [bool(t > floor.get(n, np.inf)) for t, n in zip(cells.temperature, cells.length)]
+cells["above_tau_star_upper"] = cells.temperature > cells.tau_star_upper
 cells["fast"] = np.isfinite(cells.median_time)  # `planted.every_cell_fast`'s per-cell rule, on the tables' medians
 cells = run.save_table(cells, "cells_above_crossing")
-tested = cells[cells.above_tau_star]
-fast_cal = (fast_cells_calibration(list(zip(tested.length, tested.pairs, tested.budget)), replicates=40,
-                                   seed=run["seed"]) if len(tested) else None)
+tested, beside = cells[cells.above_tau_star_upper], cells[cells.above_tau_star]
+
+
+def calibration_at(chosen):
+    """The rule's power and size at these cells' design (None when there is no cell)."""
+    return (fast_cells_calibration(list(zip(chosen.length, chosen.pairs, chosen.budget)), replicates=40,
+                                   seed=run["seed"]) if len(chosen) else None)
+
+
+fast_cal, beside_cal = calibration_at(tested), calibration_at(beside)
 scaling_note = ("" if scaling_times is not None else f" (no scaling-study cells: {scaling_source})")
-glue("cells_above", Markdown(report.cells_above_finding(cells, tested, floor, scaling_note, fast_cal)), display=False)
-report.tested_table(tested)
+glue("cells_above", Markdown(report.upper_bound_finding(oscillation, crossing, cells, tested) + "\n\n"
+                             + "Beside it, the rule before 2026-12-06: "
+                             + report.cells_above_finding(cells, beside, floor, scaling_note, beside_cal)),
+     display=False)
+report.tested_table(tested if len(tested) else beside)  # the cells tested, else those above the lower bound
 
 # %% [markdown]
 # ```{glue:md} cells_above
@@ -284,14 +313,14 @@ report.tested_table(tested)
 # %%
 fig = report.influence_phase_figure(total, phase, cells, tested, crossing, bounds, ns, full_ns, taus, mlm.name)
 run.save_figure(fig, "influence_and_phase")
-glue("influence_finding", Markdown(report.influence_finding(total, crossing, tested, taus, mlm.name)), display=False)
+glue("influence_finding", Markdown(report.influence_finding(total, crossing, beside, taus, mlm.name)), display=False)
 
 # %% [markdown]
 # :::{glue:figure} fig:influence_and_phase
 # :name: fig-05-influence-and-phase
 # :alt: Influence falling with temperature, and the phase-diagram heat map with the estimated Dobrushin crossing drawn as one-sided bounds.
 #
-# **Total influence and the phase diagram.** Top: the pooled total influence (a lower bound) and the per-context mean against τ, per length. Bottom: the phase diagram of notebook 02 and its scaling-study cells (squares) with the crossing temperature τ* (red: the true crossing lies at or above it; red frames: the cells above τ*, tested).
+# **Total influence and the phase diagram.** Top: the pooled total influence (a lower bound) and the per-context mean against τ, per length. Bottom: the phase diagram of notebook 02 and its scaling-study cells (squares) with the crossing temperature τ* (red: the true crossing lies at or above it; red frames: the cells above τ*'s certified upper bound, tested; the bound itself is in the table above).
 # :::
 #
 # **What {numref}`fig-05-influence-and-phase` shows.**
@@ -385,12 +414,15 @@ glue("margins_finding", Markdown(report.margins_finding(margin_summary)), displa
 # chain stops are censored ("at least this long", never escapes). The **margin of the trap** is the state's smallest
 # token margin, m = min_i [ℓ_i(x_i) − max_{v≠x_i} ℓ_i(v)] (`margins.token_margins`): positive exactly when every site
 # holds its argmax (a local trap), and then the smallest local margin. Under random scan the state is left at rate ≈
-# (1/n) e^{−m/τ} through its least-held site, so metastability predicts log dwell ≈ c · m/τ + b with c ≈ 1. A state's
-# dwell is geometric by construction, so c is fitted by the geometric likelihood with right-censoring
+# (1/n) e^{−m/τ} through its least-held site, so log dwell ≈ c · m/τ + b with c ≈ 1 and b ≈ log n **by
+# construction**: this is the sampler's own arithmetic for one state, not the margin theorem, whose content is the
+# escape from a *basin* of states and which says something only where m/τ > ln(V − 1). The fit therefore decides
+# nothing: its two checks (c > 0; c's 95% interval inside [0.5, 1.5]) are side checks, shown beside the verdict, and
+# the margin theorem's part of the result box reads "not testable at this scale" wherever the traps' m/τ never exceeds
+# ln(V − 1) (until 2026-12-06 both were core checks). c is fitted by the geometric likelihood with right-censoring
 # (`margins.fit_censored_dwell`: escape hazard e^{−(c·m/τ + b)} per step) over the traps (m > 0) of all temperatures,
-# with a bootstrap interval over chains (the independent units: a chain's dwells share its passage and history). The
-# rule for "c = 1", stated before the run, is an equivalence margin: c's 95% interval lies inside [0.5, 1.5]. Both
-# checks are calibrated at this design on planted censored geometric dwells with the traps' own m/τ and censoring
+# with a bootstrap interval over chains (the independent units: a chain's dwells share its passage and history),
+# calibrated at this design on planted censored geometric dwells with the traps' own m/τ and censoring
 # (`planted.dwell_fit_calibration`). A state's margins cost n conditionals, so they are measured on a uniform random
 # subset of each temperature's dwells, of the size stated above (chosen blind to their length, so unbiased).
 
@@ -461,36 +493,53 @@ glue("dwell_finding", Markdown(report.dwell_finding(fit, dwell, fit_rows, vocab,
 # suggested by the form of the bound, not a test of it.
 
 # %%
+regime = report.margin_regime(fit_rows, vocab)
+BY_CONSTRUCTION = ("side check: holds by construction, a single state under random scan being left at rate "
+                   "≈ (1/n)·e^{−m/τ}")
 run.conclude(
-    claim="The theorems' conditions, measured: Dobrushin's total influence falls below 1 at high temperature "
-          "(fast mixing), and at low temperature a state's dwell time grows like $e^{c\\,m/\\tau}$ with its margin "
-          "m, with c = 1 (metastability).",
+    claim="Where Dobrushin's total influence is below 1 in every context (above τ*'s certified upper bound), coupled "
+          "chains meet within the budget in every cell of notebook 02's tables, as the bounded-influence theorem "
+          f"predicts. The margin theorem: {regime}.",
     paper="no estimate of the total influence or of the margin on the models it studies (the theorems' conditions "
           "are assumed); the slow-to-fast boundary near τ ≈ 1.5–2 on RoBERTa-base (paper Fig. 2).",
-    key_numbers=report.key_numbers(crossing, tested, cells, margin_summary, fit, finite_c, fit_rows, vocab),
+    key_numbers=report.key_numbers(crossing, tested, beside, cells, margin_summary, fit, finite_c, fit_rows, vocab),
     checks=[
-        Check("the theorem's prediction: every cell of notebook 02's tables above τ* at its length is fast",
-              "cells above τ* whose censored median coupling time is finite (more than half the pairs met)",
-              "passes when every cell above τ* is fast",
+        Check("the theorem's prediction: every cell of notebook 02's tables above τ*'s certified upper bound at its "
+              "length is fast",
+              "cells above τ*⁺ whose censored median coupling time is finite (more than half the pairs met)",
+              "passes when every cell above τ*⁺ is fast",
               (f"{int(tested.fast.sum())} of {len(tested)} cells fast ("
                + "; ".join(f"τ = {r.temperature:g} at n = {r.length}" for r in tested.itertuples()) + ")")
-              if len(tested) else "no cell above τ*",
-              bool(tested.fast.all()) if len(tested) else None, fast_cal,
-              to_decide="cells above τ* at their length: higher temperatures in notebook 02's tables"),
-        Check("the dwell grows with the margin: c's 95% interval lies above zero",
+              if len(tested) else
+              f"no cell above τ*⁺ (the hottest cell is τ = {cells.temperature.max():g}; τ*⁺ = "
+              + ", ".join(f"{t:.0f}" for t in crossing.crossing_upper) + f" at n = "
+              + ", ".join(map(str, crossing.length)) + ")",
+              bool(tested.fast.all()) if len(tested) else None, fast_cal if len(tested) else beside_cal,
+              to_decide="cells above τ*⁺ at their length: temperatures that high in notebook 02's tables, or a tighter "
+                        "certified bound on the total influence"),
+        Check("side check, the rule before 2026-12-06: every cell above τ*'s sampled lower bound is fast (the "
+              "theorem's hypothesis is not certified there)",
+              "cells above τ* whose censored median coupling time is finite (more than half the pairs met)",
+              "passes when every cell above τ* is fast",
+              (f"{int(beside.fast.sum())} of {len(beside)} cells fast ("
+               + "; ".join(f"τ = {r.temperature:g} at n = {r.length}" for r in beside.itertuples()) + ")")
+              if len(beside) else "no cell above τ*",
+              bool(beside.fast.all()) if len(beside) else None, beside_cal, core=False),
+        Check(f"the dwell grows with the margin: c's 95% interval lies above zero ({BY_CONSTRUCTION})",
               "dwell–margin rate c (censored geometric fit, bootstrap over chains)", "passes when its 95% lower bound > 0",
               f"{fit['slope']:.2f} [{fit['slope_low']:.2f}, {fit['slope_high']:.2f}]" if finite_c else "not fitted",
-              bool(fit["slope_low"] > 0) if finite_c else None, grows_cal if finite_c else None,
-              to_decide="more chains with traps"),
-        Check(f"c equals the predicted rate 1 within the margin {EQUIVALENCE}: its 95% interval lies inside it",
+              bool(fit["slope_low"] > 0) if finite_c else None, grows_cal if finite_c else None, core=False),
+        Check(f"c equals the sampler's rate 1 within the margin {EQUIVALENCE}: its 95% interval lies inside it "
+              f"({BY_CONSTRUCTION})",
               "dwell–margin rate c (censored geometric fit, bootstrap over chains)",
               f"passes when [c_low, c_high] ⊂ [{EQUIVALENCE[0]:g}, {EQUIVALENCE[1]:g}]",
               f"{fit['slope']:.2f} [{fit['slope_low']:.2f}, {fit['slope_high']:.2f}]" if finite_c else "not fitted",
               bool(EQUIVALENCE[0] <= fit["slope_low"] and fit["slope_high"] <= EQUIVALENCE[1]) if finite_c else None,
-              equal_cal if finite_c else None, to_decide="more chains with traps"),
+              equal_cal if finite_c else None, core=False),
     ],
-    not_shown=f"the metastability bound itself: it says something only where m/τ > ln(V − 1) ≈ "
-              f"{math.log(vocab - 1):.1f}, and single-state dwells are geometric by construction")
+    not_shown=f"the metastability theorem: escape from a basin of states, which it bounds only where m/τ > ln(V − 1) ≈ "
+              f"{math.log(vocab - 1):.1f} ({'not testable at this scale' if regime.startswith('not testable') else 'reached by some traps'} here); single-state dwells are geometric by "
+              "construction")
 
 # %%
 run.rules_history()  # "How these rules came to be", from notebooks/rules.json

@@ -1,4 +1,6 @@
 """Notebook 02 (high-temperature mixing) runs in the smoke profile, saves sane tables, and refuses bad lengths early."""
+import json
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -91,7 +93,7 @@ def test_the_growth_check_is_the_local_exponent_rule_with_its_calibration(out):
         assert r.limit == 1.5 and r.passes == (r.upper_one_sided < 1.5)
         assert r.upper_one_sided >= r.exponent and r.nlogn_exponent == pytest.approx(law_exponent("n log n", [5, 8, 12]))
     checks = pd.read_csv(out / "checks.csv")
-    assert list(checks.columns) == COLUMNS and len(checks) == 1
+    assert list(checks.columns) == COLUMNS and len(checks) == 2  # the growth check and the censored-share trend
     cal = pd.read_csv(out / "calibration.csv")
     assert list(cal.design) == ["4 pairs per length", "8 pairs per length"] and list(cal.replicates) == [400, 200]
     assert "replanted as n log n / as n^1.5" in cal.calibrated_on[0]
@@ -99,6 +101,23 @@ def test_the_growth_check_is_the_local_exponent_rule_with_its_calibration(out):
     assert checks.rule_says[0] == {True: "pass", False: "fail"}[bool(growth.passes[0])]
     decisive = bool(checks.false_pass_upper[0] <= 0.10 if growth.passes[0] else checks.false_fail_upper[0] <= 0.20)
     assert checks.outcome[0] == (checks.rule_says[0] if decisive else "inconclusive")
+
+
+def test_the_slow_half_of_the_claim_has_its_own_calibrated_trend_check(out):
+    """"At low temperature mixing is slow" is decided by the censored share's trend over the grid (one-sided
+    Kendall), calibrated at the grid's design against the same censoring level at every τ."""
+    from glauber_mlm.pages.planted.censoring import censoring_trend
+
+    coupling = pd.read_csv(out / "coupling_times.csv")
+    first = coupling[coupling.model == coupling.model.iloc[0]]
+    checks = pd.read_csv(out / "checks.csv")
+    row = checks[checks.check.str.startswith("at low temperature mixing is slow")].iloc[0]
+    trend = censoring_trend(first.temperature, ~first.met.astype(bool))
+    assert row.core and row.value.startswith(f"τ_b = {trend['kendall']:.2f}")
+    assert row.rule_says == {True: "pass", False: "fail", None: "not computable"}[trend["passes"]]
+    assert "the same at every τ" in row.calibrated_on and row.replicates == 400
+    claim = json.loads((out / "result.json").read_text())["claim"]
+    assert "rises as τ falls" in claim and "O(n log n) steps" not in claim
 
 
 def test_scaling_fit_rows(out):

@@ -2,12 +2,17 @@
 
 Influence of site j on site i: α_ij = sup_{x, y differing only at j} TV(q_i^τ(·|x_{-i}), q_i^τ(·|y_{-i})).
 If max_i Σ_j α_ij ≤ 1 − δ, path coupling gives mixing in O(n log n). The sup is over all of V^n,
-so a maximum over sampled contexts and replacement tokens is a LOWER bound on α_ij.
+so a maximum over sampled contexts and replacement tokens is a LOWER bound on α_ij. An UPPER bound holds for
+every context at once where the head ends in LayerNorm → Linear: the logit change at site i when anything else
+changes has oscillation ≤ osc (`head_oscillation_bound`), and TV of two softmaxes whose logits differ by h is
+≤ tanh(osc(h)/4τ), so Σ_j α_ij ≤ (n−1)·tanh(osc/4τ) and the true crossing τ* ≤ osc / (4·artanh(1/(n−1))).
 
 Local margin at site i of x: top-1 minus top-2 logit of ℓ_i(·|x_{-i}); a basin whose sites all sit at
 their argmax with margin ≥ m is left only through tokens of probability ≤ (V−1)e^{−m/τ}.
 """
 from __future__ import annotations
+
+import math
 
 import torch
 
@@ -68,6 +73,39 @@ def influence_matrix(
                 tv = total_variation(base_logq[t], torch.log_softmax(pert / tau, -1))  # (r, n)
                 alpha[c, t, :, j] = tv.max(0).values.cpu()
     return alpha
+
+
+def head_oscillation_bound(model: object) -> float | None:
+    """sup over contexts x, x' and tokens v, w of (ℓ_v(x) − ℓ_v(x')) − (ℓ_w(x) − ℓ_w(x')) for a head ℓ = W(γ⊙z + β) + b
+    with z a LayerNorm output (mean 0, ‖z‖ < √d): ≤ 4√d · max_v ‖P(W_v⊙γ) − mean‖ over the support (P removes the
+    mean of a row); None for a model whose head is not LayerNorm → Linear (no bound known here)."""
+    from ..models.hf import ROBERTA_LIKE
+
+    inner = getattr(model, "model", None)
+    kind = getattr(getattr(inner, "config", None), "model_type", None)
+    if kind == "bert":
+        norm, out = inner.cls.predictions.transform.LayerNorm, inner.cls.predictions.decoder
+    elif kind in ROBERTA_LIKE:
+        norm, out = inner.lm_head.layer_norm, inner.lm_head.decoder
+    elif kind == "distilbert":
+        norm, out = inner.vocab_layer_norm, inner.vocab_projector
+    else:
+        return None
+    with torch.no_grad():
+        a = (out.weight.float() * norm.weight.float())[model.support.to(out.weight.device)]
+        a = a - a.mean(1, keepdim=True)  # z ⟂ 1: only the part of each row orthogonal to 1 moves a logit
+        radius = (a - a.mean(0)).norm(dim=1).max().item()  # every pair of rows lies within 2·radius
+    return 4.0 * math.sqrt(a.shape[1]) * radius
+
+
+def crossing_upper_bound(oscillation: float | None, n: int) -> float:
+    """τ above which (n−1)·tanh(osc/4τ) < 1, so Dobrushin's sum is below 1 in every context: osc / (4 artanh(1/(n−1)));
+    0 at n = 2 (one neighbour: α < 1 at any τ), inf when no oscillation bound is known."""
+    if oscillation is None or not math.isfinite(oscillation):
+        return math.inf
+    if n < 2:
+        raise ValueError(f"a crossing needs at least two sites, got n = {n}.")
+    return 0.0 if n == 2 else oscillation / (4.0 * math.atanh(1.0 / (n - 1)))
 
 
 def total_influence(alpha: torch.Tensor) -> torch.Tensor:

@@ -16,11 +16,12 @@ def every_cell_fast(cells) -> bool | None:
     return None if not cells else all(np.isfinite(censored_median(t, m)) for t, m in cells)
 
 
-def fast_cells_calibration(cells, replicates: int = 40, slow_factor: float = 2.0, seed: int = 0):
+def fast_cells_calibration(cells, replicates: int = 40, slow_factor: float = 1.0, seed: int = 0):
     """Power and size of `every_cell_fast` at a set of cells [(n, pairs, budget)], each with its own length, pairs
-    and budget: power on the Ising chain at J/τ = 1/2 (T ≈ (n/δ)·log(n/2), δ = 1 − tanh ½, fast), size on the same
-    times scaled so that each cell's law has median `slow_factor` × its budget (a slow chain; each replicate's median
-    scatters around it) and cut at the budget. Each cell draws its own planted pairs."""
+    and budget: power on the Ising chain at J/τ = 1/2 (T ≈ (n/δ)·log(n/2), δ = 1 − tanh ½, fast), size on its twin
+    without the effect: the same times scaled so that each cell's law has median `slow_factor` × its budget (1: the
+    slow law nearest to fast, each replicate's median as likely below the budget as above) and cut at the budget.
+    Each cell draws its own planted pairs, so k cells pass the boundary null together about 2^−k of the time."""
     from ..checks import Calibration
 
     cells = [(int(n), int(p), int(b)) for n, p, b in cells]
@@ -43,7 +44,7 @@ def fast_cells_calibration(cells, replicates: int = 40, slow_factor: float = 2.0
     size = np.mean([every_cell_fast([slow(*c[r], f, b) for c, f, (_, _, b) in zip(per_cell, factor, cells)]) is True
                     for r in range(replicates)])
     shown = ", ".join(f"n = {n} ({p} pairs, budget {b})" for n, p, b in sorted(set(cells)))
-    on = (f"Ising chain (J/τ = 1/2, fast) / its times replanted to a median of {slow_factor:g} × the budget (slow), "
+    on = (f"Ising chain (J/τ = 1/2, fast) / its twin replanted to a median of {slow_factor:g} × the budget (slow), "
           f"at {len(cells)} cells: {shown}")
     return Calibration(float(power), float(size), replicates, on)
 

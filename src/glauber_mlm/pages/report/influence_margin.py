@@ -129,10 +129,12 @@ def where(s: object, taus: list[float]) -> str:
 
 
 def crossing_table(summaries: dict, design: dict, bounds: dict, phase_source: str, ns: list[int],
-                   taus: list[float]) -> pd.DataFrame:
-    """Per length: τ*, where it lies on the grid, and the measured slow-to-fast boundary."""
+                   taus: list[float], upper: dict) -> pd.DataFrame:
+    """Per length: τ* (a lower bound), where it lies on the grid, its certified upper bound `upper[n]` (inf: none
+    known), and the measured slow-to-fast boundary."""
     return pd.DataFrame([dict(length=n, contexts=design[n][0], replacements=design[n][1],
-                              crossing_temperature=summaries[n].crossing, status=where(summaries[n], taus),
+                              crossing_temperature=summaries[n].crossing, crossing_upper=upper[n],
+                              status=where(summaries[n], taus),
                               boundary_temperature=bounds.get(n, np.nan), phase_source=phase_source,
                               reading="one-sided: true Dobrushin sum ≥ estimate, so true crossing ≥ τ* (none below the "
                                       "grid)")
@@ -143,7 +145,8 @@ def crossing_display(crossing: pd.DataFrame) -> Styler:
     """τ* and the boundary per length (the reading and the phase source are in crossing.csv and the prose)."""
     return show_table(crossing.drop(columns=["reading", "phase_source"]).assign(
         boundary_temperature=[f"{t:g}" if np.isfinite(t) else "not measured" for t in crossing.boundary_temperature])
-        .rename(columns={"crossing_temperature": "τ*", "status": "τ* on the grid",
+        .rename(columns={"crossing_temperature": "τ* (lower bound)", "crossing_upper": "τ* upper bound (certified)",
+                         "status": "τ* on the grid",
                          "boundary_temperature": "slow-to-fast boundary"}))
 
 
@@ -175,6 +178,23 @@ def cells_above_finding(cells: pd.DataFrame, tested: pd.DataFrame, measured_leng
                ": the prediction has no cell to be tested on")
             + (f"; lengths without a τ* measured here: {', '.join(map(str, unmeasured))}" if unmeasured else "")
             + (f". The rule's calibration at these cells: {fast_cal}." if fast_cal else "."))
+
+
+def upper_bound_finding(oscillation: float | None, crossing: pd.DataFrame, cells: pd.DataFrame,
+                        tested: pd.DataFrame) -> str:
+    """The certified upper bound of τ* per length, and how many of notebook 02's cells lie above it."""
+    if oscillation is None:
+        head = ("No upper bound on the logits' oscillation is known for this model's head, so τ* has no upper bound "
+                "here and no cell is certified to meet the theorem's hypothesis")
+    else:
+        head = (f"The head bound gives osc ≤ {oscillation:.0f} logits, so Dobrushin's sum is below 1 in every context "
+                "above τ*⁺(n) = osc / (4·artanh(1/(n − 1))): "
+                + "; ".join(f"n = {r.length}: {r.crossing_upper:.0f}" for r in crossing.itertuples()))
+    hottest = cells.temperature.max() if len(cells) else float("nan")
+    return (head + f". **{len(tested)} of the {len(cells)}** cells of notebook 02's tables (hottest τ = {hottest:g}) "
+            "lie above it" + (f", and **{int(tested.fast.sum())}** of them are fast." if len(tested) else
+                              ": the bounded-influence theorem's prediction has no cell where its hypothesis is "
+                              "certified, so at this scale it is not tested."))
 
 
 def tested_table(tested: pd.DataFrame) -> Styler:
@@ -235,7 +255,7 @@ def influence_phase_figure(total: pd.DataFrame, phase: pd.DataFrame, cells: pd.D
                    cmap=cmap, norm=norm, edgecolors="0.3", plotnonfinite=False, label="scaling-study cell (02)")
         a2.scatter(extra.length[~extra.fast], extra.temperature[~extra.fast], s=90, marker="s", color="black")
     a2.scatter(tested.length, tested.temperature, s=190, marker="s", facecolors="none", edgecolors="red", lw=1.5,
-               label=r"cell above $\tau^*$ (tested)")
+               label=r"cell above $\tau^*$'s upper bound (tested)")
     cax = a2.inset_axes([1.04, 0, 0.04, 1])  # right beside the panel (the top panel's legend leaves the room)
     fig.colorbar(mesh, cax=cax, label="median coupling step\n(black: not within the budget;\nblank: not measured)")
     b_n = [n for n in p_ns if np.isfinite(bounds.get(int(n), np.nan))]
@@ -282,7 +302,7 @@ def influence_finding(total: pd.DataFrame, crossing: pd.DataFrame, tested: pd.Da
                   f"{int((both.boundary_temperature < both.crossing_temperature).sum())} "
                   f"of the {len(both)} lengths that have both, where coupling is fast before the theorem's condition "
                   "holds" if len(both) else ". No length has both τ* and a measured slow-to-fast boundary")
-               + f"; {len(tested)} cell{'s' * (len(tested) != 1)} of notebook 02's tables lie above τ*, "
+               + f"; {len(tested)} cell{'s' * (len(tested) != 1)} of notebook 02's tables lie above the lower bound τ*, "
                + f"{int(tested.fast.sum())} of them fast.")
     return opening + "\n\n" + "\n".join(rows)
 
@@ -447,27 +467,36 @@ def dwell_finding(fit: dict, dwell: pd.DataFrame, fit_rows: pd.DataFrame, vocab:
             f"(b = {fit['intercept']:.2f} against log n = {math.log(length):.2f}); {int(dwell.trap.sum())} of the "
             f"{len(dwell)} measured dwells are traps (m > 0). The largest m/τ among them is "
             f"{fit_rows.margin_over_tau.max():.1f}, against ln(V − 1) = {math.log(vocab - 1):.1f} (V = {vocab} tokens "
-            "in the support), so the fit is "
-            + ("a heuristic wherever m/τ is below it: the margin bound is vacuous at these m/τ."
+            "in the support), so "
+            + ("the margin theorem is not testable at this scale: its bound is vacuous at every m/τ reached."
                if fit_rows.margin_over_tau.max() <= math.log(vocab - 1)
-               else "in the bound's range for its largest traps only."))
+               else "its largest traps reach the bound's range.")
+            + " Either way c ≈ 1 and b ≈ log n hold by construction for one state under random scan, so the fit "
+              "decides nothing.")
 
 
 # ---- the result box ------------------------------------------------------------------------------------------------
 
-def key_numbers(crossing: pd.DataFrame, tested: pd.DataFrame, cells: pd.DataFrame, margin_summary: pd.DataFrame,
-                fit: dict, finite_c: bool, fit_rows: pd.DataFrame, vocab: int) -> dict[str, str]:
-    """The result box's key numbers, formatted with their intervals."""
-    lowest = margin_summary.sort_values("temperature").iloc[0]
-    # can this scale test the margin theorem? Its bound (V − 1)e^{−m/τ} < 1 only where m/τ > ln(V − 1)
+def margin_regime(fit_rows: pd.DataFrame, vocab: int) -> str:
+    """Can this scale test the margin theorem? Its bound (V − 1)e^{−m/τ} < 1 only where m/τ > ln(V − 1)."""
     log_v1 = math.log(vocab - 1)
-    in_regime = int((fit_rows.margin_over_tau > log_v1).sum())
-    regime_text = ("no traps" if not len(fit_rows) else
-                   f"not reached: the largest m/τ is {fit_rows.margin_over_tau.max():.1f} against ln(V − 1) = "
-                   f"{log_v1:.1f}, so this scale cannot test the bound; the dwell fit reads a trend only"
-                   if in_regime == 0 else
-                   f"{in_regime} of {len(fit_rows)} traps (largest m/τ {fit_rows.margin_over_tau.max():.1f} against "
-                   f"ln(V − 1) = {log_v1:.1f})")
+    if not len(fit_rows):
+        return f"not testable at this scale: no traps (m > 0) to compare with ln(V − 1) = {log_v1:.1f}"
+    largest, inside = fit_rows.margin_over_tau.max(), int((fit_rows.margin_over_tau > log_v1).sum())
+    if inside == 0:
+        return (f"not testable at this scale: the largest m/τ among the traps is {largest:.1f}, not above "
+                f"ln(V − 1) = {log_v1:.1f}, where the bound is vacuous")
+    return (f"{inside} of {len(fit_rows)} traps reach m/τ > ln(V − 1) = {log_v1:.1f} (largest {largest:.1f}), but a "
+            "single state's dwell is geometric by construction: the theorem's escape from a basin is not tested here")
+
+
+def key_numbers(crossing: pd.DataFrame, tested: pd.DataFrame, beside: pd.DataFrame, cells: pd.DataFrame,
+                margin_summary: pd.DataFrame, fit: dict, finite_c: bool, fit_rows: pd.DataFrame,
+                vocab: int) -> dict[str, str]:
+    """The result box's key numbers, formatted with their intervals: `tested` the cells above τ*'s upper bound,
+    `beside` those above its lower bound."""
+    lowest = margin_summary.sort_values("temperature").iloc[0]
+    regime_text = margin_regime(fit_rows, vocab)
     return {
         "crossing τ* of the pooled total influence by length, with the phase diagram's slow-to-fast boundary (τ* is "
         "a lower bound on the true crossing; a side reading: the grid's highest τ makes it cross, so it cannot fail)":
@@ -476,12 +505,18 @@ def key_numbers(crossing: pd.DataFrame, tested: pd.DataFrame, cells: pd.DataFram
                       + " (boundary " + (f"{r.boundary_temperature:g}" if np.isfinite(r.boundary_temperature)
                                          else "not measured") + ")"
                       for r in crossing.itertuples()),
-        "cells of notebook 02's tables above τ* at their length (fast / above / all)":
+        "τ*'s certified upper bound by length (head bound; the theorem's hypothesis holds in every context above it)":
+            "; ".join(f"n = {r.length}: " + (f"{r.crossing_upper:.0f}" if np.isfinite(r.crossing_upper) else "none known")
+                      for r in crossing.itertuples()),
+        "cells of notebook 02's tables above τ*'s certified upper bound (fast / above / all)":
             f"{int(tested.fast.sum())} / {len(tested)} / {len(cells)}",
+        "cells above τ*'s lower bound, the rule before 2026-12-06 (fast / above / all)":
+            f"{int(beside.fast.sum())} / {len(beside)} / {len(cells)}",
         f"median weakest-site margin of a state at τ = {lowest.temperature:g}":
             f"{lowest.median_state_min_margin:.2f} logits",
-        "dwell–margin rate c (censored geometric fit, 95% bootstrap over chains)":
+        "dwell–margin rate c (censored geometric fit, 95% bootstrap over chains; c ≈ 1 by construction for one state "
+        "under random scan, so a side reading)":
             f"{fit['slope']:.2f} [{fit['slope_low']:.2f}, {fit['slope_high']:.2f}] over {fit['count']} traps "
             f"({fit['censored']} censored)" if finite_c else f"not fitted: {fit['count']} traps",
-        "the margin theorem's regime m/τ > ln(V − 1), among the fitted traps": regime_text,
+        "the margin theorem (its bound says something only where m/τ > ln(V − 1))": regime_text,
     }
