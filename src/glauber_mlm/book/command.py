@@ -22,7 +22,7 @@ from pathlib import Path
 
 from ..contract import FORWARD_DTYPES
 from .errors import BookError
-from . import cache, fanout, lock, reuse
+from . import cache, fanout, lock, publish, reuse
 from .execute import check_syntax, prepare_parameters, run_notebook
 from .parameters import (NOTEBOOKS, REPO, declared_profiles, known_notebooks, notebook_source, parse_value,
                          takes_model)
@@ -118,6 +118,13 @@ def writable_root(args) -> Path:
     or the book the command runs in), whose config and prose pages are its own."""
     root = target_root(args)
     return default_root().resolve() if root == default_root() else prepare_root(root)
+
+
+def finish_publishes(root: Path) -> None:
+    """Finish or undo, before any page is read, each publish into `root` that was interrupted (`publish.recover_pages`),
+    and say so."""
+    for line in publish.recover_pages(root / "book" / "notebooks", lock.lock_dir(staging_dir(root))):
+        print(line, flush=True)
 
 
 def say_where(args, root: Path) -> None:
@@ -312,6 +319,7 @@ def _book(args) -> int:
     say_where(args, root)
     # one build at a time: a second would rewrite the execution page and _build/html under the first
     with lock.held(lock.lock_dir(staging_dir(root)) / "book.lock", f"the book in {root}", args.wait):
+        finish_publishes(root)
         return _build(args, root, fans_out, names, params)
 
 
@@ -357,6 +365,7 @@ def _build(args, root: Path, fans_out: bool, names: list[str], params: dict) -> 
 
 def _verify(args) -> int:
     root = (args.root or default_root()).resolve()
+    finish_publishes(root)
     differences = verify(root, args.notebooks or NOTEBOOKS, args.only, args.scratch, args.rtol, args.atol)
     if differences:
         print(f"error: {len(differences)} file(s) differ from the published ones or are missing or extra:\n  "

@@ -27,6 +27,7 @@ import errno
 import hashlib
 import json
 import os
+import re
 import shutil
 import uuid
 from pathlib import Path
@@ -77,25 +78,53 @@ def _same_run(notebook: Path, results: Path) -> bool:
     return stamped is not None and stamped == prov.get("run_id")
 
 
-def recover(out_notebook: Path, output_dir: Path) -> None:
-    """Finish or undo a publish that was killed between two of its steps (see the module doc).
+def recover(out_notebook: Path, output_dir: Path) -> str | None:
+    """Finish or undo a publish that was killed between two of its steps (see the module doc); what it did.
 
     Killed after step 4, the new pair is complete (its copies were fsynced before step 3): step 5 is done
     now. Then `.previous` is deleted only when the published notebook and results folder are one run's pair;
     otherwise (killed after step 3) it is renamed back. Half-copied `.incoming` files are deleted last.
+    Returns "finished: the new page is published", "undone: the previous page is back", "cleaned: ..." (only
+    hidden copies were left), or None when there was nothing to do.
     """
     previous = _aside(output_dir, "previous")
     incoming_dir, incoming_nb = _aside(output_dir, "incoming"), _aside(out_notebook, "incoming")
+    done = None
     if not incoming_dir.exists() and incoming_nb.exists() and _same_run(incoming_nb, output_dir):
         os.replace(incoming_nb, out_notebook)
+        done = "finished: the new page is published"
     if previous.exists():
         if output_dir.exists() and _same_run(out_notebook, output_dir):
             shutil.rmtree(previous)
+            done = done or "finished: the new page is published"
         else:
             _remove(output_dir)
             os.replace(previous, output_dir)
+            done = "undone: the previous page is back (rerun the command to publish the new one)"
+    if incoming_dir.exists() or incoming_nb.exists():
+        done = done or "cleaned: its half-copied files are removed and the published page is unchanged"
     _remove(incoming_dir)
     _remove(incoming_nb)
+    return done
+
+
+def recover_pages(folder: Path, locks: Path) -> list[str]:
+    """`recover` every page of the published `folder` that an interrupted publish left hidden copies of, and say
+    what was done ('NAME: an interrupted publish was finished: ...'). A page whose notebook lock (in `locks`) another
+    process holds is left alone: that run is publishing it now."""
+    from . import lock
+
+    hidden = (re.fullmatch(r"\.(.+?)(\.ipynb)?\.(incoming|previous)", p.name) for p in Path(folder).glob(".*"))
+    said = []
+    for name in sorted({m.group(1) for m in hidden if m}):
+        try:
+            with lock.held(Path(locks) / f"{name}.lock", f"notebook {name}"):
+                done = recover(Path(folder) / f"{name}.ipynb", Path(folder) / name)
+        except BookError:  # held: its own run finishes the publish
+            continue
+        if done:
+            said.append(f"{name}: an interrupted publish was {done}")
+    return said
 
 
 def publish(staged_notebook: Path, staged_dir: Path, out_notebook: Path, output_dir: Path) -> None:
