@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 from ..contract import FORWARD_DTYPES
+from .committed import differs_from_git, differs_line
 from .errors import BookError
 from . import cache, fanout, lock, publish, reuse
 from .execute import check_syntax, prepare_parameters, run_notebook
@@ -349,6 +350,8 @@ def _build(args, root: Path, fans_out: bool, names: list[str], params: dict) -> 
         if reused:
             print(reuse.advice(reused, root, args.dtype or reuse.machine_dtype(), args.profile, args.model,
                                args.scale or 1.0, nb_dir), flush=True)
+        for name, files in differs_from_git(root, reused).items():
+            print(differs_line(name, files), flush=True)
     page = write_execution_page(root, executed)
     print(f"wrote {page}")
     try:

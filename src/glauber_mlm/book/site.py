@@ -12,6 +12,7 @@ from pathlib import Path
 
 import yaml
 
+from .committed import differs_from_git
 from .deciding_cost import with_cost
 from .errors import BookError
 from .page import write_sources
@@ -27,6 +28,7 @@ CARD_FILES = ("metrics.json", "train.log")  # beside each card, linked from book
 GENERATED = Path("book") / "_generated"
 EXECUTION = GENERATED / "execution.md"
 VERDICTS = GENERATED / "verdicts.md"
+COMMITTED_NOTE = "differs from the version committed in git"  # beside the verdict of such a page (`differs_from_git`)
 
 
 PREPARED = Path("_build") / "prepared.json"  # in a root: the sha256 of each file `prepare_root` wrote there
@@ -290,7 +292,8 @@ def shown_results(root: Path, notebooks_dir: Path = NOTEBOOKS) -> tuple[dict[str
     """The result pages the dashboard reads: ({name: its result.json, or why it is not shown}, names left out).
 
     A page is shown when its executed notebook is a complete run whose seal holds (`publish.problems`) and its
-    result.json can be read; otherwise its reason is given instead. An open deciding check that names its deciding
+    result.json can be read; otherwise its reason is given instead. A shown page that differs from the version committed
+    in git (`committed.differs_from_git`) carries its differing files as `differs_from_git`. An open deciding check that names its deciding
     design gets that design's cost on the machine that built the page (`deciding_cost.with_cost`). A results folder
     whose notebook is not in `notebooks_dir` (a page of a removed or renamed notebook) is left out."""
     shown: dict[str, dict | str] = {}
@@ -306,6 +309,8 @@ def shown_results(root: Path, notebooks_dir: Path = NOTEBOOKS) -> tuple[dict[str
                                                                    read_result(result_path.parent), notebooks_dir)
         except ValueError as err:
             shown[name] = str(err)
+    for name, files in differs_from_git(root, [n for n, r in shown.items() if isinstance(r, dict)]).items():
+        shown[name] = {**shown[name], "differs_from_git": files}
     return shown, left_out
 
 
@@ -328,7 +333,8 @@ def write_verdicts(root: Path, notebooks_dir: Path = NOTEBOOKS) -> Path:
             lines.append("| " + " | ".join(_md_cell(c) for c in (link, f"not shown: {result}", "–", "–", "–")) + " |")
             continue
         scale = str(result.get("build", "–")).split(" · model")[0]  # the profile (and a dry run's scale), not the machine
-        cells = (link, f"**{result['verdict']}**", _deciding_cell(result.get("deciding")),
+        verdict = f"**{result['verdict']}**" + (f" ({COMMITTED_NOTE})" if result.get("differs_from_git") else "")
+        cells = (link, verdict, _deciding_cell(result.get("deciding")),
                  result.get("paper") or ("(the book's own question)" if result.get("question") == "book" else "–"), scale)
         lines.append("| " + " | ".join(_md_cell(c) for c in cells) + " |")
     if len(lines) == 2:

@@ -280,7 +280,8 @@ class Run:
     def upstream_table(self, notebook: str, table: str):
         """(DataFrame, source) for `notebook`'s published `table`, or (None, why not) when it must not be used.
 
-        The read must be declared in `contract.READS` (a ValueError otherwise). The table is used only when the other
+        The read must be declared in `contract.READS` (a ValueError otherwise), and the other page's seal must hold (a
+        ValueError naming what changed and the fix: a table edited after it was published is never read). The table is used only when the other
         notebook's provenance is complete and names the same profile, scale and forward dtype as this run, and this
         run's model among its models: a smoke table never feeds a cpu page, a dry run never a full one, nor one
         model's table another's (a table with a `model` column holds several models' rows: the caller keeps its own).
@@ -298,6 +299,10 @@ class Run:
             prov = contract.read_provenance(folder)
         except ValueError:
             return None, f"{notebook}'s provenance.json is not valid JSON"
+        changed = contract.broken_seal(folder.parent / f"{notebook}.ipynb", folder, prov)
+        if changed:
+            raise ValueError(f"{notebook}'s published page is not as it was published ({'; '.join(changed)}), so "
+                             f"{self.name} does not read its {table}.csv: {contract.reexecute(folder)}.")
         mine = {"profile": self.profile, "scale": self.scale, "forward dtype": self.forward_dtype()}
         theirs = {"profile": prov.get("profile"), "scale": prov.get("scale", 1.0), "forward dtype": prov.get("forward_dtype")}
         differ = [f"{k} {theirs[k]!r} ≠ {mine[k]!r}" for k in mine if theirs[k] != mine[k]]
