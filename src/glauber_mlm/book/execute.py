@@ -143,6 +143,7 @@ def run_notebook(
     """
     src = notebook_source(name, notebooks_dir)
     name = src.stem
+    refuse_links(out_notebook, output_dir, None if staging is None else Path(staging) / name)
     out_notebook, output_dir = Path(out_notebook).resolve(), Path(output_dir).resolve()
     params = prepare_parameters(src, parameters or {})
     stamp = {"inputs": cache.inputs(src, params, out_notebook.parent)}
@@ -162,6 +163,17 @@ def run_notebook(
         announce_resume(name, checkpoints)
         return _execute(src, params, stamp, out_notebook, output_dir, attempt,
                         checkpoints=checkpoints, progress=progress, log_output=log_output)
+
+
+def refuse_links(*paths: Path | None) -> None:
+    """Refuse (BookError, before any kernel starts) a published notebook, results folder or staging folder that is a
+    symbolic link: a publish replaces them by renaming, and the kernel would write the link's target under another
+    name, so the run could never be published."""
+    for path in filter(None, paths):
+        if Path(path).is_symlink():
+            raise BookError(f"{path} is a symbolic link (to {os.readlink(path)}), which a run replaces by renaming and "
+                            "so could never publish into: remove the link (the book writes a real folder there), or "
+                            "give --root DIR on the disk you wanted; nothing was executed.")
 
 
 def _execute(src: Path, params: dict, stamp: dict, out_notebook: Path, output_dir: Path, attempt: Path, *,
