@@ -29,7 +29,8 @@ import hashlib
 import json
 from pathlib import Path
 
-from ..contract import READS, MalformedFile, input_files, read_provenance, read_rules, sha256_of
+from .. import contract
+from ..contract import MalformedFile, input_files, read_provenance, read_rules, sha256_of
 from .closure import closure, is_runner
 from .errors import BookError
 from .parameters import MODEL_KEYS, REPO, _default_profile, declared_profiles
@@ -110,7 +111,7 @@ def upstream_digest(name: str, results: Path) -> str:
     """Hash of what `name` reads from other notebooks (`contract.READS`), as published in `results`: each upstream's
     run id and the sha256 of each table it reads ("missing" where there is none)."""
     read = []
-    for up, tables in READS.get(name, {}).items():
+    for up, tables in contract.READS.get(name, {}).items():
         folder = Path(results) / up
         try:
             run = read_provenance(folder).get("run_id", "none")
