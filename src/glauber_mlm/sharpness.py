@@ -9,8 +9,10 @@ over every site of the passages given,
   (the entropy of the uniform law; within 0.5 nats, the conditionals spread over more than e^{-0.5} ≈ 61 % of S), or
 - the share of sites whose most likely token is the passage's own is at most `CHANCE_FACTOR` / |S| (twice chance).
 
-A trained MLM is far from both: the embedded minilm-mlm's entropy is a few nats below log|S| and its top-1 accuracy
-thousands of times chance.
+A trained MLM is far from both. On the run's design (`pages.run.check_sharpness`: the first 32 embedded passages with
+16 supported tokens, 512 sites, fp32 on a CPU) the embedded minilm-mlm gave H̄ = 4.54 nats against log|S| = 10.29 and
+top-1 accuracy 27.9 % (8,246× chance), minilm6-mlm 4.99 nats and 23.6 %; a 2-layer BERT with random weights
+(tests/test_known_models.py) sits within the margin of log|S|.
 """
 from __future__ import annotations
 

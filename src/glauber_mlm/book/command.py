@@ -6,9 +6,11 @@ where and in which dtype each reused page was built (see `reuse`); each executes
 and is published only when it finished (see `publish`). `book --workers N` or `--scheduler ADDRESS` executes
 them as Dask tasks (see `fanout`) instead of one after the other; the rest of `book` is the same.
 
-Trying is not publishing: a `run` or `book` with a profile other than the book's own (`BOOK_PROFILE`) or with
-`--model` writes to a scratch root, `<root>/_build/runs/PROFILE-MODEL/` (`scratch_root`), and says where; the
-published pages in `<root>/book/notebooks/` are untouched unless `--publish` is given. `--root DIR` writes to DIR.
+Trying is not publishing: a `run` or `book` whose inputs differ from the published pages' (`trial`: a profile other
+than the book's own, `BOOK_PROFILE`; `--model`; `--scale` below 1; `--dtype`; `-p`) writes to a scratch root,
+`<root>/_build/runs/PROFILE-MODEL/` (`scratch_root`), and says where; the published pages in `<root>/book/notebooks/`
+are untouched unless `--publish` is given. `--root DIR` writes to DIR. Every check (the notebook's name, the profile's,
+the parameters) comes before the first folder is written.
 """
 from __future__ import annotations
 
