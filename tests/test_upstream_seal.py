@@ -97,6 +97,13 @@ def test_a_page_re_sealed_by_hand_is_named_as_differing_from_git(tmp_path, capsy
     assert "differs from the version committed in git" in row
     assert "differs" not in next(line for line in verdicts.splitlines() if "notebooks/03_other.html" in line)
 
+    from glauber_mlm.book.first_screen import write_first_screen
+
+    first = write_first_screen(root, nbs).read_text()
+    assert next(line for line in first.splitlines() if f"notebooks/{UP}.html" in line).count(
+        "differs from the version committed in git") == 1
+    assert "differs" not in next(line for line in first.splitlines() if "notebooks/03_other.html" in line)
+
     shutil.rmtree(root / ".git")  # no git here: nothing is said, nothing fails
     assert differs_from_git(root, [UP]) == {}
 
