@@ -166,12 +166,12 @@ def _parser(command: str) -> argparse.ArgumentParser:
     p.add_argument("--dtype", choices=FORWARD_DTYPES,
                    help="the chains' forward dtype in every notebook, a parameter like --scale (pages built without it "
                         "re-execute) [bf16 where the device runs it natively, else fp32]; float32 on a machine with "
-                        "native bf16 rebuilds an fp32 book")
+                        "native bf16 rebuilds an fp32 book (a try, in the scratch root, unless --publish)")
     p.add_argument("--root", type=Path, help="where book/notebooks and _build go [the repository; for a profile other "
                    f"than {BOOK_PROFILE} or a --model: the scratch root _build/runs/PROFILE-MODEL/]")
     p.add_argument("--publish", action="store_true",
-                   help=f"with a profile other than {BOOK_PROFILE} or a --model, replace the published pages in "
-                        "book/notebooks/ instead of writing to the scratch root")
+                   help=f"with a profile other than {BOOK_PROFILE}, a --model, --scale, --dtype or -p, replace the "
+                        "published pages in book/notebooks/ instead of writing to the scratch root")
     p.add_argument("--notebooks", type=Path, default=None, help=f"where the notebooks' .py files are [{NOTEBOOKS}]")
     p.add_argument("--wait", action="store_true",
                    help="when another process is executing the same notebook (or building the book), wait for it "
