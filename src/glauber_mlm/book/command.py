@@ -167,8 +167,9 @@ def _parser(command: str) -> argparse.ArgumentParser:
                    help="the chains' forward dtype in every notebook, a parameter like --scale (pages built without it "
                         "re-execute) [bf16 where the device runs it natively, else fp32]; float32 on a machine with "
                         "native bf16 rebuilds an fp32 book (a try, in the scratch root, unless --publish)")
-    p.add_argument("--root", type=Path, help="where book/notebooks and _build go [the repository; for a profile other "
-                   f"than {BOOK_PROFILE} or a --model: the scratch root _build/runs/PROFILE-MODEL/]")
+    p.add_argument("--root", type=Path, help="where book/notebooks and _build go, a new folder or one the book prepared "
+                   f"[the repository; for a try (a profile other than {BOOK_PROFILE}, --model, --scale, --dtype, -p): "
+                   "the scratch root _build/runs/PROFILE-MODEL/]")
     p.add_argument("--publish", action="store_true",
                    help=f"with a profile other than {BOOK_PROFILE}, a --model, --scale, --dtype or -p, replace the "
                         "published pages in book/notebooks/ instead of writing to the scratch root")
