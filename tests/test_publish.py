@@ -149,17 +149,23 @@ def test_upstream_tables_are_used_only_for_the_same_model_profile_scale_and_dtyp
     (upstream / "phase.csv").write_text("temperature,median_time\n1.0,5\n")
     run = Run("05_down", "cpu", profiles, tmp_path / "05_down")
     prov = {**run.provenance(), "notebook": "02_up"}
-    (upstream / "provenance.json").write_text(json.dumps(prov))
+    (tmp_path / "02_up.ipynb").write_text("{}")
+
+    def published(provenance: dict) -> None:  # as the runner publishes it: sealed (an unsealed table is refused)
+        (upstream / "provenance.json").write_text(json.dumps(provenance))
+        publish.seal(tmp_path / "02_up.ipynb", upstream)
+
+    published(prov)
     table, source = run.upstream_table("02_up", "phase")
     assert table is not None and list(table.columns) == ["temperature", "median_time"] and "02_up/phase.csv" in source
     for change, word in ((dict(profile="smoke"), "profile"), (dict(scale=0.01), "scale"),
                          (dict(parameters={"model": "roberta-base"}), "model"),
                          (dict(forward_dtype="bfloat16" if run.forward_dtype() == "float32" else "float32"), "forward dtype")):
-        (upstream / "provenance.json").write_text(json.dumps({**prov, **change}))
+        published({**prov, **change})
         table, why = run.upstream_table("02_up", "phase")
         assert table is None and word in why, why
     for models, used in (([None, "minilm6-mlm"], True), (["minilm6-mlm"], False)):
-        (upstream / "provenance.json").write_text(json.dumps({**prov, "parameters": {"models": models}}))
+        published({**prov, "parameters": {"models": models}})
         table, why = run.upstream_table("02_up", "phase")
         assert (table is not None) == used, why
     table, why = run.upstream_table("03_absent", "phase")

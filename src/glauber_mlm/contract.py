@@ -13,11 +13,14 @@ Everything both sides must agree on lives here, and only here:
   result box it saves (`RESULT`, `read_result`);
 - the files a run reads that are named by the environment (`INPUT_FILES`) and the rules record of the pages' checks
   (`RULES`, `read_rules`): both are inputs of the runner's cache key;
-- which notebook reads which published tables (`READS`): the reader must run after its upstream, and re-executes
-  when the upstream's run changes (`upstream`).
+- which notebook reads which published tables (`READS`): the reader must run after its upstream, re-executes
+  when the upstream's run or tables change (`upstream`), and reads them only while their page's seal holds;
+- the seal of a published page (`page_files`, `broken_seal`; `publish.seal` writes it): the runner checks it before
+  it reuses or shows a page, a notebook before it reads another page's table.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from pathlib import Path
@@ -187,3 +190,44 @@ def read_rules(path: Path | None = None) -> dict[str, list[dict]]:
 def _rules_entry(entry) -> bool:
     """Whether `entry` is a dated entry of the rules record: an object with a `date` and a `change` (strings)."""
     return isinstance(entry, dict) and isinstance(entry.get("date"), str) and isinstance(entry.get("change"), str)
+
+
+# ---------------------------------------------------------------- the seal of a published page (`publish.seal`)
+
+
+def sha256_of(path: Path) -> str:
+    """The sha256 of the file at `path`, in hex."""
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def provenance_digest(prov: dict) -> str:
+    """The sha256 of a provenance's entries other than its seal (its key order and layout aside)."""
+    return hashlib.sha256(json.dumps({k: v for k, v in prov.items() if k != "seal"}, sort_keys=True).encode()).hexdigest()
+
+
+def page_files(notebook: Path, results: Path) -> dict[str, Path]:
+    """Every file of a page, by its name beside the notebook: 'NAME.ipynb', 'NAME/<path in the results folder>',
+    provenance.json aside (it holds the seal)."""
+    files = {notebook.name: notebook}
+    for path in sorted(results.rglob("*")):
+        rel = path.relative_to(results).as_posix()
+        if path.is_file() and rel != PROVENANCE:
+            files[f"{results.name}/{rel}"] = path
+    return files
+
+
+def broken_seal(notebook: Path, results: Path, prov: dict) -> list[str]:
+    """What changed in a page since it was sealed ('NAME/rhat.csv was edited', '... was deleted', '... was added',
+    'NAME/provenance.json was edited'); a page without a seal says so. [] when the seal holds."""
+    sealed = prov.get("seal")
+    if not isinstance(sealed, dict) or not isinstance(sealed.get("files"), dict):
+        return [f"{results.name}/provenance.json has no seal (published before outputs were sealed, or the seal was "
+                "removed), so its files cannot be trusted"]
+    now = page_files(notebook, results)
+    found = [f"{name} was deleted" for name in sorted(sealed["files"].keys() - now.keys())]
+    found += [f"{name} was added" for name in sorted(now.keys() - sealed["files"].keys())]
+    found += [f"{name} was edited" for name in sorted(now.keys() & sealed["files"].keys())
+              if sha256_of(now[name]) != sealed["files"][name]]
+    if sealed.get("provenance") != provenance_digest(prov):
+        found.append(f"{results.name}/provenance.json was edited")
+    return [f"{f} after it was published" for f in found]

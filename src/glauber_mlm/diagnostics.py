@@ -15,7 +15,8 @@ most pairs have not met by the budget, 'fast' where all met within its first hal
 
 `convergence` computes, per summary and with ArviZ, the rank-normalised split R̂ (the max of the bulk and
 folded-tail R̂ of Vehtari et al. 2021), bulk and tail ESS and the MCSE of the mean, and a status:
-'mixed' (R̂ < RHAT_MAX and bulk ESS ≥ ESS_MIN), 'not mixed', or 'stuck' (some chain's summary is constant).
+'mixed' (R̂ < RHAT_MAX and bulk ESS ≥ ESS_MIN), 'not mixed', 'stuck' (some chain's summary is constant), or
+'saturated' (a Hamming distance constant at its ceiling n: every token changed, which says nothing of mixing).
 
 Reference: A. Vehtari, A. Gelman, D. Simpson, B. Carpenter, P.-C. Bürkner (2021), "Rank-normalization,
 folding, and localization: an improved R̂ for assessing convergence of MCMC", Bayesian Analysis 16(2).
@@ -140,12 +141,14 @@ def chain_draw(values: Any, layout: str = "chain_draw") -> np.ndarray:
     return v
 
 
-def _one(v: np.ndarray, rhat_max: float, ess_min: float) -> dict[str, Any]:
-    """One row of `convergence` for a validated (chain, draw) array."""
+def _one(v: np.ndarray, rhat_max: float, ess_min: float, ceiling: float | None = None) -> dict[str, Any]:
+    """One row of `convergence` for a validated (chain, draw) array; a constant chain at `ceiling` is saturated."""
     az = _arviz()
-    stuck = np.ptp(v, axis=1) == 0  # a chain whose summary never moves
+    constant = np.ptp(v, axis=1) == 0
+    saturated = constant & (v[:, 0] == ceiling) if ceiling is not None else np.zeros_like(constant)
+    stuck = constant & ~saturated  # a chain whose summary never moves, below its ceiling
     row: dict[str, Any] = {"chains": v.shape[0], "draws": v.shape[1], "mean": float(v.mean())}
-    if stuck.all():
+    if constant.all():
         # no within-chain variance anywhere: ArviZ would give R̂ = NaN (or ~1e7) and ESS = chains × draws
         row.update(rhat=np.inf if np.ptp(v[:, 0]) > 0 else np.nan, ess_bulk=np.nan, ess_tail=np.nan, mcse_mean=np.nan)
     else:
@@ -161,6 +164,8 @@ def _one(v: np.ndarray, rhat_max: float, ess_min: float) -> dict[str, Any]:
     row["stuck_chains"] = tuple(int(c) for c in np.flatnonzero(stuck))
     if stuck.any():
         row["status"] = "stuck"
+    elif saturated.any():
+        row["status"] = "saturated"
     elif np.isfinite(row["rhat"]) and row["rhat"] < rhat_max and row["ess_bulk"] >= ess_min:
         row["status"] = "mixed"
     else:
@@ -174,6 +179,7 @@ def convergence(
     discard: int = 0,
     rhat_max: float = RHAT_MAX,
     ess_min: float = ESS_MIN,
+    ceilings: Mapping[str, float] | None = None,
 ) -> pd.DataFrame:
     """One row per summary: R̂, bulk/tail ESS, MCSE of the mean, stuck chains and a status.
 
@@ -189,6 +195,9 @@ def convergence(
     status 'stuck' whatever R̂ says (one frozen chain can hide among moving ones). If every chain is constant,
     there is no within-chain variance: R̂ is inf when the chains' constants differ and NaN when they agree, and the
     ESS / MCSE columns are NaN (ArviZ alone would report ESS = chains × draws there); the status says 'stuck'.
+    Saturated chains: a summary with a ceiling (`ceilings`: name → its largest value, e.g. a Hamming distance's n sites)
+    that sits constant at it has moved as far as it can (every token changed), not stuck: such chains are not counted
+    in `stuck_chains`, and with no stuck chain the status is 'saturated' (this summary cannot judge mixing).
     Otherwise 'mixed' when R̂ < `rhat_max` and bulk ESS ≥ `ess_min`, else 'not mixed'.
 
     `summaries`: a mapping name → array, or one array (named 'summary'); each array as `chain_draw(·, layout)`.
@@ -212,7 +221,7 @@ def convergence(
                     f"discard={discard} leaves {v.shape[1] - discard} of {v.shape[1]} draws in {name!r}: keep ≥ 4."
                 )
             v = chain_draw(v[:, discard:])
-        rows[name] = _one(v, rhat_max, ess_min)
+        rows[name] = _one(v, rhat_max, ess_min, (ceilings or {}).get(name))
     return pd.DataFrame.from_dict(rows, orient="index")[COLUMNS]
 
 
@@ -232,7 +241,8 @@ def diagnose(states: Any, reference: Any = None, discard: int = 0, **kwargs: Any
     if B >= 4:  # ≥ 2 disjoint pairs, the fewest "chains" R̂ takes
         half = B // 2
         summaries["hamming_between"] = hamming_between(x, np.stack([np.arange(half), np.arange(half) + half], 1))
-    return convergence(summaries, discard=discard, **kwargs)
+    # a Hamming distance is at most the n sites: constant there, every token changed (saturated, not stuck)
+    return convergence(summaries, discard=discard, ceilings=dict.fromkeys(summaries, x.shape[-1]), **kwargs)
 
 
 def coupling_regime(times: Any, met: Any, budget: int) -> str:

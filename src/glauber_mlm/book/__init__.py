@@ -46,12 +46,19 @@ of the profile, so `book --profile paper --scale 0.01` takes the paper run's cod
 its grids) in minutes. Its pages, provenance and result boxes say "dry run at scale S"; S is a parameter, so
 it is part of the cache key.
 
-A profile other than the book's own (`cpu`) or a `--model` is a try, not a publication: without `--root` or
-`--publish` it executes and builds in the scratch root `_build/runs/PROFILE-MODEL/` (see `command`) and says so.
+A run whose inputs differ from the published pages' (a profile other than the book's own, `cpu`; `--model`;
+`--scale` below 1; `--dtype`; a `-p` parameter) is a try, not a publication: without `--root` or `--publish` it
+executes and builds in the scratch root `_build/runs/PROFILE-MODEL/` (a slug of both; see `command`) and says so.
+A `--profile` that is not a plain name, or that no notebook declares, is refused before it becomes part of a path.
 
 `--root DIR` executes and builds somewhere else than the repository (the tests use a temporary
 folder): `_config.yml`, `_toc.yml`, the prose pages `book/*.md` and the model card are copied
-there first. The notebooks are always read from the repository's `notebooks/` (or `--notebooks DIR`).
+there first, after every check of the command passed, and never over a file the book did not write there (or that
+was edited since): such a root is refused, naming the files (`site.prepare_root`). The notebooks are always read from
+the repository's `notebooks/` (or `--notebooks DIR`).
+`book` and `verify` finish or undo a publish that was interrupted between its renames before they read any page, and
+say so (`publish.recover_pages`); `book` and the dashboard say when a published page differs from the version
+committed in git (`committed`).
 """
 from __future__ import annotations
 

@@ -14,8 +14,8 @@ The key of a run is the SHA-256 of eight inputs, each hashed on its own so that 
 - `models`: for each model the run loads (a parameter given, else its profile's), the sha256 of its folder's config,
   tokenizer and weights: an embedded model (by name, or None for the default) as any local folder, so a damaged or
   retrained embedded model re-executes its pages; a hub name counts as itself;
-- `upstream`: the run ids of the published notebooks whose tables it reads (`contract.READS`), so that a page
-  re-executes when the run it read from was replaced.
+- `upstream`: the run ids of the published notebooks whose tables it reads (`contract.READS`) and those tables'
+  sha256, so that a page re-executes when the run it read from was replaced or a table it reads changed.
 The machine is not an input: a page built elsewhere, in the dtype that machine ran natively (bf16 where native,
 else fp32), is reused here; the book says which machine and dtype produced it (`command`), and `--dtype` or
 `--force` re-executes it here.
@@ -29,7 +29,8 @@ import hashlib
 import json
 from pathlib import Path
 
-from ..contract import MalformedFile, input_files, read_provenance, read_rules, upstream
+from .. import contract
+from ..contract import MalformedFile, input_files, read_provenance, read_rules, sha256_of
 from .closure import closure, is_runner
 from .errors import BookError
 from .parameters import MODEL_KEYS, REPO, _default_profile, declared_profiles
@@ -107,14 +108,18 @@ def models_digest(src: Path, params: dict) -> str:
 
 
 def upstream_digest(name: str, results: Path) -> str:
-    """Hash of the run ids of the notebooks `name` reads from (`contract.READS`), as published in `results`."""
-    ids = []
-    for up in upstream(name):
+    """Hash of what `name` reads from other notebooks (`contract.READS`), as published in `results`: each upstream's
+    run id and the sha256 of each table it reads ("missing" where there is none)."""
+    read = []
+    for up, tables in contract.READS.get(name, {}).items():
+        folder = Path(results) / up
         try:
-            ids.append(read_provenance(Path(results) / up).get("run_id", "none"))
+            run = read_provenance(folder).get("run_id", "none")
         except (OSError, ValueError):
-            ids.append("none")
-    return _sha(json.dumps(ids).encode())
+            run = "none"
+        read.append([run, {table: sha256_of(folder / f"{table}.csv") if (folder / f"{table}.csv").is_file() else "missing"
+                           for table in tables}])
+    return _sha(json.dumps(read).encode())
 
 
 def inputs(src: Path, params: dict, results: Path) -> dict[str, str]:

@@ -6,9 +6,11 @@ where and in which dtype each reused page was built (see `reuse`); each executes
 and is published only when it finished (see `publish`). `book --workers N` or `--scheduler ADDRESS` executes
 them as Dask tasks (see `fanout`) instead of one after the other; the rest of `book` is the same.
 
-Trying is not publishing: a `run` or `book` with a profile other than the book's own (`BOOK_PROFILE`) or with
-`--model` writes to a scratch root, `<root>/_build/runs/PROFILE-MODEL/` (`scratch_root`), and says where; the
-published pages in `<root>/book/notebooks/` are untouched unless `--publish` is given. `--root DIR` writes to DIR.
+Trying is not publishing: a `run` or `book` whose inputs differ from the published pages' (`trial`: a profile other
+than the book's own, `BOOK_PROFILE`; `--model`; `--scale` below 1; `--dtype`; `-p`) writes to a scratch root,
+`<root>/_build/runs/PROFILE-MODEL/` (`scratch_root`), and says where; the published pages in `<root>/book/notebooks/`
+are untouched unless `--publish` is given. `--root DIR` writes to DIR. Every check (the notebook's name, the profile's,
+the parameters) comes before the first folder is written.
 """
 from __future__ import annotations
 
@@ -21,10 +23,12 @@ import time
 from pathlib import Path
 
 from ..contract import FORWARD_DTYPES
+from .committed import differs_from_git, differs_line
 from .errors import BookError
-from . import cache, fanout, lock, reuse
-from .execute import prepare_parameters, run_notebook
-from .parameters import NOTEBOOKS, REPO, known_notebooks, notebook_source, parse_value, takes_model
+from . import cache, fanout, lock, publish, reuse
+from .execute import check_syntax, prepare_parameters, run_notebook
+from .parameters import (NOTEBOOKS, REPO, declared_profiles, known_notebooks, notebook_source, parse_value,
+                         takes_model)
 from .site import build_book, prepare_root, write_execution_page
 from .verify import verify
 
@@ -42,23 +46,64 @@ def default_root() -> Path:
     return cwd if (cwd / "_config.yml").exists() and (cwd / "notebooks").is_dir() else REPO
 
 
+def _slug(text: str, empty: str) -> str:
+    """`text` as a folder name: runs of characters other than letters, digits, '.', '_' and '-' become '_', and no
+    leading or trailing dot, so that it never names a parent folder or a hidden one."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("._") or empty
+
+
 def model_label(model: str | None) -> str:
     """A model as a folder name: the last part of its hub name or path ('roberta-base', 'my-model'); 'default' for
     the profile's own."""
     if model is None:
         return "default"
-    last = re.split(r"[/\\]", str(model).rstrip("/\\"))[-1]
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", last).strip("._") or "model"
+    return _slug(re.split(r"[/\\]", str(model).rstrip("/\\"))[-1], "model")
 
 
 def scratch_root(root: Path, profile: str, model: str | None) -> Path:
-    """Where a try (`is_try`) writes its book: `<root>/_build/runs/PROFILE-MODEL/`."""
-    return Path(root) / "_build" / "runs" / f"{profile}-{model_label(model)}"
+    """Where a try (`is_try`) writes its book: `<root>/_build/runs/PROFILE-MODEL/`, a slug of both."""
+    return Path(root) / "_build" / "runs" / f"{_slug(profile, 'profile')}-{model_label(model)}"
+
+
+PROFILE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")  # a PROFILES key the command line may name
+
+
+def check_profile_name(profile: str | None, names: list[str], nb_dir: Path) -> None:
+    """Refuse, before it becomes part of a path, a `--profile` that is not a plain name, or that none of the notebooks
+    `names` declares (each notebook's own check names its profiles)."""
+    if profile is None:
+        return
+    if not PROFILE_NAME.fullmatch(profile):
+        raise BookError(f"--profile {profile!r} is not a profile's name (letters, digits, '_' and '-', such as smoke, "
+                        "cpu or paper): nothing was written.")
+    sources = [notebook_source(name, nb_dir) for name in names]
+    for src in sources:
+        check_syntax(src)
+    declared = {key for src in sources for key in (declared_profiles(src) or {})}
+    if names and declared and profile not in declared:
+        raise BookError(f"unknown profile {profile!r}: the notebooks declare {', '.join(sorted(declared))}; "
+                        "nothing was written.")
+
+
+def trial(args) -> list[str]:
+    """How `run`/`book` differs from the published pages' inputs: a profile other than `BOOK_PROFILE`, `--model`,
+    `--scale` below 1, `--dtype`, a `-p` parameter ([]: it runs what is published)."""
+    differs = []
+    if args.profile is not None and args.profile != BOOK_PROFILE:
+        differs.append(f"profile {args.profile}")
+    if args.model is not None:
+        differs.append(f"model {args.model}")
+    if getattr(args, "scale", None) is not None and args.scale != 1:
+        differs.append(f"scale {args.scale:g}")
+    if getattr(args, "dtype", None) is not None:
+        differs.append(f"dtype {args.dtype}")
+    differs += [f"-p {key} {value}" for key, value in getattr(args, "parameter", None) or []]
+    return differs
 
 
 def is_try(args) -> bool:
-    """Whether `run`/`book` is trying rather than publishing: a profile other than `BOOK_PROFILE`, or `--model`."""
-    return (args.profile is not None and args.profile != BOOK_PROFILE) or args.model is not None
+    """Whether `run`/`book` is trying rather than publishing: its inputs differ from the published pages' (`trial`)."""
+    return bool(trial(args))
 
 
 def target_root(args) -> Path:
@@ -71,11 +116,24 @@ def target_root(args) -> Path:
     return default_root()
 
 
+def writable_root(args) -> Path:
+    """`target_root`, prepared (`site.prepare_root`) unless it is the book's own root (`default_root`: the repository,
+    or the book the command runs in), whose config and prose pages are its own."""
+    root = target_root(args)
+    return default_root().resolve() if root == default_root() else prepare_root(root)
+
+
+def finish_publishes(root: Path) -> None:
+    """Finish or undo, before any page is read, each publish into `root` that was interrupted (`publish.recover_pages`),
+    and say so."""
+    for line in publish.recover_pages(root / "book" / "notebooks", lock.lock_dir(staging_dir(root))):
+        print(line, flush=True)
+
+
 def say_where(args, root: Path) -> None:
     """Tell a try where it writes, and how to publish instead (nothing for a run that publishes)."""
     if args.root is None and is_try(args) and not args.publish:
-        what = f"profile {args.profile or BOOK_PROFILE}" + (f", model {args.model}" if args.model else "")
-        print(f"trying, not publishing ({what}): writing to {root}; the published pages in "
+        print(f"trying, not publishing ({', '.join(trial(args))}): writing to {root}; the published pages in "
               f"{default_root() / 'book' / 'notebooks'} are untouched (--publish replaces them)", flush=True)
 
 
@@ -108,12 +166,13 @@ def _parser(command: str) -> argparse.ArgumentParser:
     p.add_argument("--dtype", choices=FORWARD_DTYPES,
                    help="the chains' forward dtype in every notebook, a parameter like --scale (pages built without it "
                         "re-execute) [bf16 where the device runs it natively, else fp32]; float32 on a machine with "
-                        "native bf16 rebuilds an fp32 book")
-    p.add_argument("--root", type=Path, help="where book/notebooks and _build go [the repository; for a profile other "
-                   f"than {BOOK_PROFILE} or a --model: the scratch root _build/runs/PROFILE-MODEL/]")
+                        "native bf16 rebuilds an fp32 book (a try, in the scratch root, unless --publish)")
+    p.add_argument("--root", type=Path, help="where book/notebooks and _build go, a new folder or one the book prepared "
+                   f"[the repository; for a try (a profile other than {BOOK_PROFILE}, --model, --scale, --dtype, -p): "
+                   "the scratch root _build/runs/PROFILE-MODEL/]")
     p.add_argument("--publish", action="store_true",
-                   help=f"with a profile other than {BOOK_PROFILE} or a --model, replace the published pages in "
-                        "book/notebooks/ instead of writing to the scratch root")
+                   help=f"with a profile other than {BOOK_PROFILE}, a --model, --scale, --dtype or -p, replace the "
+                        "published pages in book/notebooks/ instead of writing to the scratch root")
     p.add_argument("--notebooks", type=Path, default=None, help=f"where the notebooks' .py files are [{NOTEBOOKS}]")
     p.add_argument("--wait", action="store_true",
                    help="when another process is executing the same notebook (or building the book), wait for it "
@@ -147,13 +206,15 @@ def _common_parameters(args) -> dict:
 
 
 def _run(args) -> int:
-    root = prepare_root(target_root(args))
-    say_where(args, root)
     nb_dir = args.notebooks or NOTEBOOKS
     name = notebook_source(args.name, nb_dir).stem
+    check_profile_name(args.profile, [name], nb_dir)
     params = _common_parameters(args)
     for key, value in args.parameter:
         params[key] = parse_value(value, key)
+    prepare_parameters(notebook_source(name, nb_dir), params)  # every check before a folder is written
+    root = writable_root(args)
+    say_where(args, root)
     out_nb = root / "book" / "notebooks" / f"{name}.ipynb"
     started = time.time()
     run_notebook(name, out_nb, out_nb.with_suffix(""), params, notebooks_dir=nb_dir, staging=staging_dir(root),
@@ -251,11 +312,19 @@ def _fan_out(args, root: Path, nb_dir: Path, names: list[str], params: dict) -> 
 
 def _book(args) -> int:
     fans_out = _fans_out(args)
-    root = prepare_root(target_root(args))
+    nb_dir = args.notebooks or NOTEBOOKS
+    names = [notebook_source(n, nb_dir).stem for n in args.only] if args.only else known_notebooks(nb_dir)
+    check_profile_name(args.profile, names, nb_dir)
+    names = model_pages(names, nb_dir, args.model)
+    # every notebook's parameters are checked before a folder is written and the first kernel (or Dask task) starts
+    common = _common_parameters(args)
+    params = {} if args.no_execute else {name: prepare_parameters(notebook_source(name, nb_dir), common) for name in names}
+    root = writable_root(args)
     say_where(args, root)
     # one build at a time: a second would rewrite the execution page and _build/html under the first
     with lock.held(lock.lock_dir(staging_dir(root)) / "book.lock", f"the book in {root}", args.wait):
-        return _build(args, root, fans_out)
+        finish_publishes(root)
+        return _build(args, root, fans_out, names, params)
 
 
 def model_pages(names: list[str], nb_dir: Path, model: str | None) -> list[str]:
@@ -287,25 +356,22 @@ def _flag_stale_plan(root: Path) -> None:
               f"the rows were written): {REFRESH} rewrites them", flush=True)
 
 
-def _build(args, root: Path, fans_out: bool) -> int:
+def _build(args, root: Path, fans_out: bool, names: list[str], params: dict) -> int:
     """`book` once it holds the book's lock: execute what is stale, write the execution page, build."""
     nb_dir = args.notebooks or NOTEBOOKS
-    names = [notebook_source(n, nb_dir).stem for n in args.only] if args.only else known_notebooks(nb_dir)
-    names = model_pages(names, nb_dir, args.model)
     failures: list[str] = []
     executed: set[str] = set()
     started = time.time()
     if not args.no_execute:
         if not names:
             print(f"no notebooks in {nb_dir}: building the prose pages only")
-        common = _common_parameters(args)
-        # every notebook's parameters are checked before the first kernel (or Dask task) starts
-        params = {name: prepare_parameters(notebook_source(name, nb_dir), common) for name in names}
         executed, failures = (_fan_out if fans_out else _serial)(args, root, nb_dir, names, params)
         reused = [name for name in names if name not in executed and name not in failures]
         if reused:
             print(reuse.advice(reused, root, args.dtype or reuse.machine_dtype(), args.profile, args.model,
                                args.scale or 1.0, nb_dir), flush=True)
+        for name, files in differs_from_git(root, reused).items():
+            print(differs_line(name, files), flush=True)
     page = write_execution_page(root, executed)
     print(f"wrote {page}")
     _flag_stale_plan(root)
@@ -323,6 +389,7 @@ def _build(args, root: Path, fans_out: bool) -> int:
 
 def _verify(args) -> int:
     root = (args.root or default_root()).resolve()
+    finish_publishes(root)
     differences = verify(root, args.notebooks or NOTEBOOKS, args.only, args.scratch, args.rtol, args.atol)
     if differences:
         print(f"error: {len(differences)} file(s) differ from the published ones or are missing or extra:\n  "

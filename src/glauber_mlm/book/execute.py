@@ -83,6 +83,24 @@ def _kernel_environment(run_id: str, results: Path, checkpoints: Path | None):
                 os.environ[key] = value
 
 
+KERNEL_LOG = "kernel.log"  # in the attempt folder: the kernel's own stderr
+
+
+def _logged_kernel_manager():
+    """A Jupyter kernel manager whose kernel writes its own stderr (its start-up warnings; the tracebacks its message
+    handlers log when a Ctrl-C closes its channels under a running cell) to `KERNEL_LOG` in the folder it runs in (the
+    attempt), not to the terminal: a stopped run ends in the command's one sentence, and the log stays with the
+    attempt. A cell's own output and errors reach the notebook as before."""
+    from jupyter_client.manager import AsyncKernelManager
+
+    class LoggedKernelManager(AsyncKernelManager):
+        async def _async_launch_kernel(self, kernel_cmd: list[str], **kw) -> None:
+            with open(Path(kw.get("cwd") or os.getcwd()) / KERNEL_LOG, "ab") as log:
+                await super()._async_launch_kernel(kernel_cmd, **{**kw, "stderr": log})  # the kernel holds a copy
+
+    return LoggedKernelManager
+
+
 def _to_ipynb(src: Path, dest: Path):
     import jupytext
     import nbformat
@@ -143,6 +161,7 @@ def run_notebook(
     """
     src = notebook_source(name, notebooks_dir)
     name = src.stem
+    refuse_links(out_notebook, output_dir, None if staging is None else Path(staging) / name)
     out_notebook, output_dir = Path(out_notebook).resolve(), Path(output_dir).resolve()
     params = prepare_parameters(src, parameters or {})
     stamp = {"inputs": cache.inputs(src, params, out_notebook.parent)}
@@ -164,6 +183,17 @@ def run_notebook(
                         checkpoints=checkpoints, progress=progress, log_output=log_output)
 
 
+def refuse_links(*paths: Path | None) -> None:
+    """Refuse (BookError, before any kernel starts) a published notebook, results folder or staging folder that is a
+    symbolic link: a publish replaces them by renaming, and the kernel would write the link's target under another
+    name, so the run could never be published."""
+    for path in filter(None, paths):
+        if Path(path).is_symlink():
+            raise BookError(f"{path} is a symbolic link (to {os.readlink(path)}), which a run replaces by renaming and "
+                            "so could never publish into: remove the link (the book writes a real folder there), or "
+                            "give --root DIR on the disk you wanted; nothing was executed.")
+
+
 def _execute(src: Path, params: dict, stamp: dict, out_notebook: Path, output_dir: Path, attempt: Path, *,
              checkpoints: Path | None, progress: bool, log_output: bool) -> Path:
     """`run_notebook` once its checks passed: execute in the empty folder `attempt`, then publish."""
@@ -182,6 +212,7 @@ def _execute(src: Path, params: dict, stamp: dict, out_notebook: Path, output_di
             pm.execute_notebook(
                 str(ipynb), str(staged_nb), parameters=params, kernel_name=KERNEL,
                 progress_bar=progress, log_output=log_output, cwd=str(attempt),
+                kernel_manager_class=_logged_kernel_manager(),
             )
     except PapermillExecutionError as err:
         tidy_streams(staged_nb)

@@ -20,7 +20,7 @@ from pathlib import Path
 from ..pages.checks import FALSE_FAIL_MAX, FALSE_PASS_MAX
 from ..pages.verdict import WORDS
 from .parameters import NOTEBOOKS
-from .site import GENERATED, _short_title, shown_results
+from .site import COMMITTED_NOTE, GENERATED, _short_title, shown_results
 
 FIRST_SCREEN = GENERATED / "first_screen.md"
 
@@ -127,6 +127,7 @@ def row(name: str, title: str, result: Mapping | str) -> str:
     else:
         claim = headline(str(result.get("claim", "")))
         deciding = result.get("deciding")
+        link += f"<br>({COMMITTED_NOTE})" if result.get("differs_from_git") else ""
         cells = (mark(result["verdict"]), f"{link}<br>{claim}" if claim else link, number(deciding) + to_decide(deciding))
     return "| " + " | ".join(_cell(c) for c in cells) + " |"
 

@@ -28,7 +28,7 @@ from . import page_template, plan, record
 from .errors import BookError
 from .parameters import known_notebooks
 
-NAME = re.compile(r"(\d\d)_([a-z][a-z0-9]*(?:_[a-z][a-z0-9]*)*)")
+NAME = re.compile(r"([0-9][0-9])_([a-z][a-z0-9]*(?:_[a-z][a-z0-9]*)*)", re.ASCII)  # ASCII digits only
 PLAN_TABLE = "| notebook | forward rows (worst case)"  # the header of run_it_yourself.md's plan table
 # the rates the plan table states (its "Commands:" paragraph): the GPU column, then the quiet 2-core CPU column
 PLAN_TABLE_RATES = {"GPU": lambda: plan.rates_from_tflops([350, 23], 0.005),
@@ -68,7 +68,7 @@ def check_name(name: str, root: Path) -> None:
 
 
 def _next_number(taken: list[str]) -> str:
-    numbers = [int(t[:2]) for t in taken if t[:2].isdigit()]
+    numbers = [int(t[:2]) for t in taken if re.fullmatch("[0-9][0-9]", t[:2])]
     return f"{max(numbers, default=-1) + 1:02d}"
 
 
@@ -88,7 +88,7 @@ def new_page(root: Path, name: str, exact_only: bool = False, title: str | None 
     page = where["notebooks"] / f"{name}.py"
     test = where["tests"] / f"test_nb_{name[3:]}.py"
     page.write_text(page_template.render(page_template.PAGE, name, kind, title))
-    try:
+    try:  # the rules entry and the plan read the page, so it exists while the edits are made, and no longer if one fails
         edits = {where["toc"]: with_toc_entry(where["toc"].read_text(), name),
                  where["intro"]: with_intro_row(where["intro"].read_text(), name, title, kind),
                  where["rules"]: with_rules_entry(where["rules"].read_text(), name, page, date),
@@ -96,6 +96,9 @@ def new_page(root: Path, name: str, exact_only: bool = False, title: str | None 
     except (BookError, ValueError) as err:
         page.unlink()
         raise BookError(f"{name}: {err} (nothing was written)") from None
+    except BaseException:
+        page.unlink()
+        raise
     test.write_text(page_template.render(page_template.TEST, name, kind, title))
     for path, text in edits.items():
         path.write_text(text)
@@ -139,6 +142,9 @@ def _inserted(text: str, lines: list[re.Match], name: str, line: str) -> str:
 def with_rules_entry(rules: str, name: str, page: Path, date: str | None = None) -> str:
     """notebooks/rules.json's text with the page's first dated entry (`record.first_entry`), dated `date` (today)."""
     record_ = json.loads(rules)
+    if not isinstance(record_, dict):
+        raise BookError(f"notebooks/rules.json holds a JSON {type(record_).__name__}, not the rules record (an object "
+                        "mapping each notebook to its dated entries): restore it with git checkout -- notebooks/rules.json")
     record_[name] = [record.first_entry(page, date or datetime.date.today().isoformat(), (
         "first rules, written by glauber-mlm new: the final states of independent chains against the chain's exact "
         "stationary law (TV null test, p ≥ 0.01 passes), calibrated on i.i.d. draws from that law (truth) and from "

@@ -24,14 +24,14 @@ not write to.
 from __future__ import annotations
 
 import errno
-import hashlib
 import json
 import os
+import re
 import shutil
 import uuid
 from pathlib import Path
 
-from ..contract import PROVENANCE, read_provenance, write_provenance
+from ..contract import PROVENANCE, provenance_digest, sha256_of, broken_seal, page_files, read_provenance, write_provenance
 from .errors import BookError
 
 # free space a run needs beyond a second copy of its published page: a margin for the staged attempt (tables and
@@ -77,25 +77,53 @@ def _same_run(notebook: Path, results: Path) -> bool:
     return stamped is not None and stamped == prov.get("run_id")
 
 
-def recover(out_notebook: Path, output_dir: Path) -> None:
-    """Finish or undo a publish that was killed between two of its steps (see the module doc).
+def recover(out_notebook: Path, output_dir: Path) -> str | None:
+    """Finish or undo a publish that was killed between two of its steps (see the module doc); what it did.
 
     Killed after step 4, the new pair is complete (its copies were fsynced before step 3): step 5 is done
     now. Then `.previous` is deleted only when the published notebook and results folder are one run's pair;
     otherwise (killed after step 3) it is renamed back. Half-copied `.incoming` files are deleted last.
+    Returns "finished: the new page is published", "undone: the previous page is back", "cleaned: ..." (only
+    hidden copies were left), or None when there was nothing to do.
     """
     previous = _aside(output_dir, "previous")
     incoming_dir, incoming_nb = _aside(output_dir, "incoming"), _aside(out_notebook, "incoming")
+    done = None
     if not incoming_dir.exists() and incoming_nb.exists() and _same_run(incoming_nb, output_dir):
         os.replace(incoming_nb, out_notebook)
+        done = "finished: the new page is published"
     if previous.exists():
         if output_dir.exists() and _same_run(out_notebook, output_dir):
             shutil.rmtree(previous)
+            done = done or "finished: the new page is published"
         else:
             _remove(output_dir)
             os.replace(previous, output_dir)
+            done = "undone: the previous page is back (rerun the command to publish the new one)"
+    if incoming_dir.exists() or incoming_nb.exists():
+        done = done or "cleaned: its half-copied files are removed and the published page is unchanged"
     _remove(incoming_dir)
     _remove(incoming_nb)
+    return done
+
+
+def recover_pages(folder: Path, locks: Path) -> list[str]:
+    """`recover` every page of the published `folder` that an interrupted publish left hidden copies of, and say
+    what was done ('NAME: an interrupted publish was finished: ...'). A page whose notebook lock (in `locks`) another
+    process holds is left alone: that run is publishing it now."""
+    from . import lock
+
+    hidden = (re.fullmatch(r"\.(.+?)(\.ipynb)?\.(incoming|previous)", p.name) for p in Path(folder).glob(".*"))
+    said = []
+    for name in sorted({m.group(1) for m in hidden if m}):
+        try:
+            with lock.held(Path(locks) / f"{name}.lock", f"notebook {name}"):
+                done = recover(Path(folder) / f"{name}.ipynb", Path(folder) / name)
+        except BookError:  # held: its own run finishes the publish
+            continue
+        if done:
+            said.append(f"{name}: an interrupted publish was {done}")
+    return said
 
 
 def publish(staged_notebook: Path, staged_dir: Path, out_notebook: Path, output_dir: Path) -> None:
@@ -181,49 +209,12 @@ def notebook_run_id(notebook: Path) -> str | None:
     return stamp(notebook).get("run_id")
 
 
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def _own_digest(prov: dict) -> str:
-    """The sha256 of a provenance's entries other than its seal (its key order and layout aside)."""
-    return hashlib.sha256(json.dumps({k: v for k, v in prov.items() if k != "seal"}, sort_keys=True).encode()).hexdigest()
-
-
-def page_files(notebook: Path, results: Path) -> dict[str, Path]:
-    """Every file of a page, by its name beside the notebook: 'NAME.ipynb', 'NAME/<path in the results folder>',
-    provenance.json aside (it holds the seal)."""
-    files = {notebook.name: notebook}
-    for path in sorted(results.rglob("*")):
-        rel = path.relative_to(results).as_posix()
-        if path.is_file() and rel != PROVENANCE:
-            files[f"{results.name}/{rel}"] = path
-    return files
-
-
 def seal(notebook: Path, results: Path, record: dict | None = None) -> None:
     """Add `record` (the runner's entries: `cache.provenance`) and the seal to `results/provenance.json`: the sha256
     of every file of the page (`page_files`) and of provenance.json's own other entries."""
     prov = {**read_provenance(results), **(record or {})}
-    files = {name: _sha256(path) for name, path in page_files(Path(notebook), Path(results)).items()}
-    write_provenance(results, {**prov, "seal": {"files": files, "provenance": _own_digest(prov)}})
-
-
-def broken_seal(notebook: Path, results: Path, prov: dict) -> list[str]:
-    """What changed in a page since it was sealed ('NAME/rhat.csv was edited', '... was deleted', '... was added',
-    'NAME/provenance.json was edited'); a page without a seal says so. [] when the seal holds."""
-    sealed = prov.get("seal")
-    if not isinstance(sealed, dict) or not isinstance(sealed.get("files"), dict):
-        return [f"{results.name}/provenance.json has no seal (published before outputs were sealed, or the seal was "
-                "removed), so its files cannot be trusted"]
-    now = page_files(notebook, results)
-    found = [f"{name} was deleted" for name in sorted(sealed["files"].keys() - now.keys())]
-    found += [f"{name} was added" for name in sorted(now.keys() - sealed["files"].keys())]
-    found += [f"{name} was edited" for name in sorted(now.keys() & sealed["files"].keys())
-              if _sha256(now[name]) != sealed["files"][name]]
-    if sealed.get("provenance") != _own_digest(prov):
-        found.append(f"{results.name}/provenance.json was edited")
-    return [f"{f} after it was published" for f in found]
+    files = {name: sha256_of(path) for name, path in page_files(Path(notebook), Path(results)).items()}
+    write_provenance(results, {**prov, "seal": {"files": files, "provenance": provenance_digest(prov)}})
 
 
 def problems(notebook: Path) -> list[str]:

@@ -82,6 +82,6 @@ def advice(reused: list[str], root: Path, here: str, profile: str, model: str | 
              + (f"; their notebooks took {plan.duration(sum(took))} where they were built" if took else "") + ":",
              "  to re-execute them here and compare their tables with the published ones: make verify",
              "  to re-execute and publish them here: make book FORCE=1 (or glauber-mlm book --force; --dtype "
-             "float32|bfloat16 sets the dtype)",
+             "float32|bfloat16 --publish sets the dtype)",
              f"  {estimate(reused, profile, model, scale, notebooks_dir)}"]
     return "\n".join(lines)

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import yaml
 
+from .committed import differs_from_git
 from .deciding_cost import with_cost
 from .errors import BookError
 from .page import write_sources
@@ -27,40 +28,88 @@ CARD_FILES = ("metrics.json", "train.log")  # beside each card, linked from book
 GENERATED = Path("book") / "_generated"
 EXECUTION = GENERATED / "execution.md"
 VERDICTS = GENERATED / "verdicts.md"
+COMMITTED_NOTE = "differs from the version committed in git"  # beside the verdict of such a page (`differs_from_git`)
+
+
+PREPARED = Path("_build") / "prepared.json"  # in a root: the sha256 of each file `prepare_root` wrote there
+
+
+def _book_files(root: Path) -> dict[str, bytes]:
+    """What `prepare_root` writes into `root`, by path there: config, toc, static files, prose pages and their images,
+    the model cards (a card or linked file missing from the repository: a one-line placeholder, only where `root` has
+    none)."""
+    files = {name: (REPO / name).read_bytes() for name in ("_config.yml", "_toc.yml")}
+    files |= {p.relative_to(REPO).as_posix(): p.read_bytes() for p in sorted((REPO / "_static").rglob("*")) if p.is_file()}
+    files |= {f"book/{p.name}": p.read_bytes() for p in sorted((REPO / "book").iterdir())
+              if p.is_file() and not p.name.startswith(".")}
+    for name in MODEL_CARDS:
+        card = (MODELS / name / "README.md").as_posix()
+        placeholder = (f"# {name}\n\nThis embedded model's card is not in this checkout yet (`{card}`).\n\n"
+                       "Trained on: not yet. Metrics: none; training log: `train.log`.\n")
+        for rel, missing in ((card, placeholder), *(((MODELS / name / f).as_posix(), f"{name}: {f} is not in this "
+                                                     "checkout yet.\n") for f in CARD_FILES)):
+            if (REPO / rel).exists():
+                files[rel] = (REPO / rel).read_bytes()
+            elif not (root / rel).exists():  # the model (and its card) is not in this checkout yet
+                files[rel] = missing.encode()
+    return files
+
+
+def _sha256(data: bytes) -> str:
+    import hashlib
+
+    return hashlib.sha256(data).hexdigest()
+
+
+def _prepared(root: Path) -> dict[str, str]:
+    """{path: sha256} of the files `prepare_root` wrote into `root` (`PREPARED`); {} where it wrote none."""
+    try:
+        written = json.loads((root / PREPARED).read_text())
+    except (OSError, ValueError):
+        return {}
+    return written if isinstance(written, dict) else {}
+
+
+def users_files(root: Path, files: dict[str, bytes]) -> list[str]:
+    """The files of `files` that `root` holds with other content than `prepare_root` wrote there (`PREPARED`): the
+    user's own, or edited since, which a copy would overwrite."""
+    written, found = _prepared(root), []
+    for rel, data in files.items():
+        path = root / rel
+        if path.exists() or path.is_symlink():
+            now = path.read_bytes() if path.is_file() and not path.is_symlink() else None
+            if now != data and (now is None or written.get(rel) != _sha256(now)):
+                found.append(rel)
+    return found
 
 
 def prepare_root(root: Path) -> Path:
     """Copy the book's config, toc, static files (CSS), prose pages (with their images) and the model cards into `root`.
 
-    They are refreshed on every call (a build folder holds no edits of its own); a model card missing
-    from the repository becomes a one-line placeholder in `root`. Nothing is copied when `root` is
+    They are refreshed on every call (a build folder holds no edits of its own), and `root/_build/prepared.json`
+    records what was written. A file there that the book did not write, or that was edited since, is never
+    overwritten: the call is refused (BookError naming each such file and the fix) before anything is written. A
+    model card missing from the repository becomes a one-line placeholder in `root`. Nothing is copied when `root` is
     the repository itself.
     """
     root = Path(root).resolve()
-    root.mkdir(parents=True, exist_ok=True)
     if root == REPO:
         return root
-    for fname in ("_config.yml", "_toc.yml"):
-        shutil.copy2(REPO / fname, root / fname)
-    shutil.copytree(REPO / "_static", root / "_static", dirs_exist_ok=True)  # the book's CSS
-    (root / "book").mkdir(exist_ok=True)
-    for page in sorted((REPO / "book").iterdir()):  # prose pages and the figures they show
-        if page.is_file() and not page.name.startswith("."):
-            shutil.copy2(page, root / "book" / page.name)
-    for name in MODEL_CARDS:
-        card = root / MODELS / name / "README.md"
-        card.parent.mkdir(parents=True, exist_ok=True)
-        if (REPO / MODELS / name / "README.md").exists():
-            shutil.copy2(REPO / MODELS / name / "README.md", card)
-        elif not card.exists():  # the model (and its card) is not in this checkout yet
-            card.write_text(f"# {name}\n\nThis embedded model's card is not in this checkout yet "
-                            f"(`{(MODELS / name / 'README.md').as_posix()}`).\n\n"
-                            "Trained on: not yet. Metrics: none; training log: `train.log`.\n")
-        for linked in CARD_FILES:  # the model card page links them
-            if (REPO / MODELS / name / linked).exists():
-                shutil.copy2(REPO / MODELS / name / linked, card.parent / linked)
-            elif not (card.parent / linked).exists():
-                (card.parent / linked).write_text(f"{name}: {linked} is not in this checkout yet.\n")
+    files = _book_files(root)
+    inside_build = root.is_relative_to(REPO / "_build")  # the project's own scratch roots: always the book's files
+    found = [] if inside_build else users_files(root, files)
+    if found:
+        raise BookError(f"{root} holds files the book did not write, which preparing it would overwrite "
+                        f"({', '.join(found)}): give --root a new or empty folder (or one the book prepared before), "
+                        "or move those files away; nothing was written.")
+    for rel, data in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if not path.is_file() or path.read_bytes() != data:
+            path.write_bytes(data)
+    written = {**_prepared(root), **{rel: _sha256(data) for rel, data in files.items()}}
+    (root / PREPARED).parent.mkdir(exist_ok=True)
+    (root / PREPARED).write_text(json.dumps(written, indent=1, sort_keys=True))
     return root
 
 
@@ -243,7 +292,8 @@ def shown_results(root: Path, notebooks_dir: Path = NOTEBOOKS) -> tuple[dict[str
     """The result pages the dashboard reads: ({name: its result.json, or why it is not shown}, names left out).
 
     A page is shown when its executed notebook is a complete run whose seal holds (`publish.problems`) and its
-    result.json can be read; otherwise its reason is given instead. An open deciding check that names its deciding
+    result.json can be read; otherwise its reason is given instead. A shown page that differs from the version committed
+    in git (`committed.differs_from_git`) carries its differing files as `differs_from_git`. An open deciding check that names its deciding
     design gets that design's cost on the machine that built the page (`deciding_cost.with_cost`). A results folder
     whose notebook is not in `notebooks_dir` (a page of a removed or renamed notebook) is left out."""
     shown: dict[str, dict | str] = {}
@@ -259,6 +309,8 @@ def shown_results(root: Path, notebooks_dir: Path = NOTEBOOKS) -> tuple[dict[str
                                                                    read_result(result_path.parent), notebooks_dir)
         except ValueError as err:
             shown[name] = str(err)
+    for name, files in differs_from_git(root, [n for n, r in shown.items() if isinstance(r, dict)]).items():
+        shown[name] = {**shown[name], "differs_from_git": files}
     return shown, left_out
 
 
@@ -281,7 +333,8 @@ def write_verdicts(root: Path, notebooks_dir: Path = NOTEBOOKS) -> Path:
             lines.append("| " + " | ".join(_md_cell(c) for c in (link, f"not shown: {result}", "–", "–", "–")) + " |")
             continue
         scale = str(result.get("build", "–")).split(" · model")[0]  # the profile (and a dry run's scale), not the machine
-        cells = (link, f"**{result['verdict']}**", _deciding_cell(result.get("deciding")),
+        verdict = f"**{result['verdict']}**" + (f" ({COMMITTED_NOTE})" if result.get("differs_from_git") else "")
+        cells = (link, verdict, _deciding_cell(result.get("deciding")),
                  result.get("paper") or ("(the book's own question)" if result.get("question") == "book" else "–"), scale)
         lines.append("| " + " | ".join(_md_cell(c) for c in cells) + " |")
     if len(lines) == 2:

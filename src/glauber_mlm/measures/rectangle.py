@@ -89,6 +89,18 @@ def rectangle_test(
     return RectangleTest(*(torch.cat([p[m] for p in parts]).cpu() for m in range(3)))
 
 
+def refuse_zero_probability(terms: torch.Tensor) -> None:
+    """Refuse the eight log q of each rectangle (8 × R) when one is −inf: the model gives a token of its support
+    probability 0, so ρ = log R is ±inf or NaN there. `require_finite` checks only each row's maximum."""
+    bad = ~torch.isfinite(terms).all(0)
+    if bad.any():
+        rows = torch.nonzero(bad).flatten()[:5].tolist()
+        raise ValueError(f"the model gives a token probability 0 (logit −inf) inside the support in rectangles {rows} "
+                         "(indices within their chunk), so ρ = log R is not defined there: a model's logits are −inf "
+                         "only outside its support; check its weights, or restrict the support (`model.support`) to "
+                         "the tokens it can give.")
+
+
 def _rectangle_chunk(model, contexts, i, j, a, a2, b, b2, tau, dtype):
     R = contexts.shape[0]
     rows = torch.arange(R, device=contexts.device)
@@ -111,12 +123,10 @@ def _rectangle_chunk(model, contexts, i, j, a, a2, b, b2, tau, dtype):
     def at(q: torch.Tensor, tok: torch.Tensor) -> torch.Tensor:
         return logq[q, tok].to(torch.float64)
 
-    rho = (
-        (at(qi_b, a2) - at(qi_b, a))
-        + (at(qj_a2, b2) - at(qj_a2, b))
-        + (at(qi_b2, a) - at(qi_b2, a2))
-        + (at(qj_a, b) - at(qj_a, b2))
-    )
+    terms = torch.stack([at(qi_b, a2), at(qi_b, a), at(qj_a2, b2), at(qj_a2, b), at(qi_b2, a), at(qi_b2, a2),
+                         at(qj_a, b), at(qj_a, b2)])
+    refuse_zero_probability(terms)
+    rho = (terms[0] - terms[1]) + (terms[2] - terms[3]) + (terms[4] - terms[5]) + (terms[6] - terms[7])
     tv_i = total_variation(logq[qi_b], logq[qi_b2]).to(torch.float64)
     tv_j = total_variation(logq[qj_a], logq[qj_a2]).to(torch.float64)
     return rho, tv_i, tv_j

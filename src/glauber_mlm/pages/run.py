@@ -83,14 +83,25 @@ def profile_models(profiles: dict[str, dict]) -> set[str]:
 
 
 def known_model(model, named: set[str]) -> bool:
-    """Whether the book knows `model`: the embedded default (None), an embedded model by name or folder
-    (`hf.EMBEDDED_MODELS`), or one of the page's profiles names (`named`, see `profile_models`)."""
+    """Whether the book knows `model`: the embedded default (None), an embedded model by its bare name (a folder of
+    `hf.EMBEDDED_MODELS`), or a model one of the page's profiles names (`named`, see `profile_models`). A path, even to
+    an embedded model's folder, and any other hub name are the user's: the book cannot vouch for what they hold."""
     from ..models.hf import EMBEDDED_MODELS
 
-    if model is None or str(model) in named or (EMBEDDED_MODELS / str(model)).is_dir():
+    if model is None or str(model) in named:
         return True
-    folder = Path(str(model)).expanduser()
-    return folder.is_dir() and folder.resolve().parent == EMBEDDED_MODELS.resolve()
+    name = str(model)
+    return not any(sep in name for sep in "/\\") and name not in (".", "..") and (EMBEDDED_MODELS / name).is_dir()
+
+
+SHARPNESS_PASSAGES, SHARPNESS_LENGTH = 32, 16  # the passages (of that many tokens) an unknown model is measured on
+
+
+def book_passages() -> list[str]:
+    """The texts of the book's embedded passages (`passages.load_passages('embedded')`), where `sharpness` is measured."""
+    from ..models.passages import load_passages
+
+    return [row["text"] for row in load_passages("embedded")]
 
 
 def _deciding(check) -> dict:
@@ -178,6 +189,7 @@ class Run:
 
         self.dtype = forward_dtype(torch.device(self.device), self.requested_dtype)  # what `load_mlm` is asked for
         self.loaded: dict[str, str] = {}  # model name -> the dtype it runs in once loaded (after any fallback)
+        self.near_uniform: list[str] = []  # the warning of each loaded model whose conditionals are near uniform
         # `glauber-mlm run/book` passes the id it stamps on the executed page; an interactive run makes its own
         self.run_id = contract.run_id() or uuid.uuid4().hex[:16]
         self.started = time.time()
@@ -224,7 +236,25 @@ class Run:
 
         mlm = load_mlm(name_or_path, device=self.device, dtype=self.dtype, **kwargs)
         self.loaded[mlm.name] = str(mlm.dtype).removeprefix("torch.")
+        if not known_model(name_or_path, self.profile_models):
+            self.check_sharpness(mlm)
         return mlm
+
+    def check_sharpness(self, mlm) -> None:
+        """Measure a model the book does not know on the book's passages (`sharpness.sharpness`: the first
+        `SHARPNESS_PASSAGES` with `SHARPNESS_LENGTH` supported tokens): near uniform, its warning is printed and kept
+        for the result box (`conclude`)."""
+        from ..sharpness import sharpness
+
+        states, _ = mlm.encode(book_passages(), min(SHARPNESS_LENGTH, mlm.max_length))
+        if len(states) == 0:
+            print(f"note: none of the book's passages has {SHARPNESS_LENGTH} tokens in {mlm.name}'s support, so "
+                  "whether its conditionals are near uniform was not measured")
+            return
+        warning = sharpness(mlm, states[:SHARPNESS_PASSAGES]).warning(mlm.name)
+        if warning:
+            print(f"warning: {warning}", flush=True)
+            self.near_uniform.append(warning)
 
     def forward_dtype(self) -> str:
         """The chains' forward dtype: the one every model loaded by `load_mlm` runs in ('float32 (deberta-base),
@@ -250,7 +280,8 @@ class Run:
     def upstream_table(self, notebook: str, table: str):
         """(DataFrame, source) for `notebook`'s published `table`, or (None, why not) when it must not be used.
 
-        The read must be declared in `contract.READS` (a ValueError otherwise). The table is used only when the other
+        The read must be declared in `contract.READS` (a ValueError otherwise), and the other page's seal must hold (a
+        ValueError naming what changed and the fix: a table edited after it was published is never read). The table is used only when the other
         notebook's provenance is complete and names the same profile, scale and forward dtype as this run, and this
         run's model among its models: a smoke table never feeds a cpu page, a dry run never a full one, nor one
         model's table another's (a table with a `model` column holds several models' rows: the caller keeps its own).
@@ -268,6 +299,10 @@ class Run:
             prov = contract.read_provenance(folder)
         except ValueError:
             return None, f"{notebook}'s provenance.json is not valid JSON"
+        changed = contract.broken_seal(folder.parent / f"{notebook}.ipynb", folder, prov)
+        if changed:
+            raise ValueError(f"{notebook}'s published page is not as it was published ({'; '.join(changed)}), so "
+                             f"{self.name} does not read its {table}.csv: {contract.reexecute(folder)}.")
         mine = {"profile": self.profile, "scale": self.scale, "forward dtype": self.forward_dtype()}
         theirs = {"profile": prov.get("profile"), "scale": prov.get("scale", 1.0), "forward dtype": prov.get("forward_dtype")}
         differ = [f"{k} {theirs[k]!r} ≠ {mine[k]!r}" for k in mine if theirs[k] != mine[k]]
@@ -354,13 +389,14 @@ class Run:
         smoke, unknown = self.profile == SMOKE_PROFILE, self.unknown_models()
         text = box_markdown(claim, self.build(), key_numbers, checks, verdict, dry_run=self.dry_run, not_shown=not_shown,
                             paper=paper, smoke=smoke, unknown=unknown)
+        text += "".join(f"\n\n**Warning:** {warning}" for warning in self.near_uniform)
         rules = self.rules_in_force()
         if rules:
             text += f"\n\n*Rules:* {rules}"
         self.save_table(table(checks), "checks")
         (self.out / "result.json").write_text(json.dumps(dict(
             notebook=self.name, verdict=shown_word(verdict, self.dry_run, smoke, unknown), checks_verdict=verdict.word,
-            unknown_models=list(unknown),
+            unknown_models=list(unknown), near_uniform=self.near_uniform,
             reason=verdict.reason, summary=verdict.summary, question=question, scale=self.scale, claim=claim,
             build=self.build(), numbers=key_numbers, checks={c.check: c.outcome for c in checks},
             deciding=_deciding(verdict.deciding), paper=paper, not_shown=not_shown), indent=2, ensure_ascii=False))
