@@ -89,3 +89,24 @@ def test_an_open_checks_deciding_design_gets_its_cost_in_the_box():
     assert page_links.price_deciding_designs(doc, {"R̂ and coupling agree at 1.01": "about 16 min"}) == 1
     assert items[0].astext().endswith("302 draws per chain; about 16 min")
     assert items[1].astext().endswith("302 draws per chain")
+
+
+def test_a_link_to_a_notebook_this_build_does_not_hold_degrades_to_its_text(tmp_path):
+    """A build with a subset of the pages (a trial's scratch root) passes -W: a link to one of the repository's
+    notebooks that it does not hold is its text and "(not in this build)"; a link to a page no notebook source has
+    still fails the build."""
+    import pytest
+    from sphinx.errors import SphinxWarning
+    from test_first_screen import sphinx_build
+
+    from glauber_mlm.book.page_links import ABSENT
+
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "conf.py").write_text('extensions = ["myst_parser", "glauber_mlm.book.page_links"]\nhtml_theme = "basic"\n')
+    (src / "index.md").write_text("# Pages\n\nSee [the exact answers](08_exact_answers.ipynb) and [this page](index.md).\n")
+    html = (sphinx_build(src, tmp_path / "html") / "index.html").read_text()
+    assert f"the exact answers{ABSENT}" in html and "08_exact_answers" not in html
+    (src / "index.md").write_text("# Pages\n\nSee [a page nobody wrote](99_nothing.ipynb).\n")
+    with pytest.raises(SphinxWarning, match="99_nothing"):
+        sphinx_build(src, tmp_path / "html2")

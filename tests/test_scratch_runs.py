@@ -65,6 +65,8 @@ def test_a_smoke_run_goes_to_the_scratch_root_and_leaves_the_published_page(tmp_
     scratch = (book_dir / "_build" / "runs" / "smoke-default").resolve()
     out = capsys.readouterr().out
     assert f"trying, not publishing (profile smoke): writing to {scratch}" in out and "--publish" in out
+    page = scratch / "_build" / "html" / "book" / "notebooks" / "99_example.html"
+    assert f"to see it: glauber-mlm book --no-execute --root {scratch}, then open {page}" in out
     assert (scratch / "book" / "notebooks" / "99_example" / "magnetisation.csv").is_file()
     assert published.read_text() == "the committed cpu page" and not (published.parent / "99_example").exists()
     assert _tracked_changes() == before

@@ -220,7 +220,16 @@ def _run(args) -> int:
     run_notebook(name, out_nb, out_nb.with_suffix(""), params, notebooks_dir=nb_dir, staging=staging_dir(root),
                  log_output=args.log_output, wait=args.wait)
     print(f"{name}: executed in {time.time() - started:.0f} s -> {out_nb}\n  tables and figures: {out_nb.with_suffix('')}")
+    print(see_it(root, name))
     return 0
+
+
+def see_it(root: Path, name: str) -> str:
+    """'  to see it: glauber-mlm book --no-execute --root ROOT, then open ROOT/_build/html/book/notebooks/NAME.html':
+    the one command that builds a run's page as HTML (with the other pages its root holds) and where it lands."""
+    root = Path(root).resolve()
+    build = "glauber-mlm book --no-execute" + ("" if root == default_root().resolve() else f" --root {root}")
+    return f"  to see it: {build}, then open {root / '_build' / 'html' / 'book' / 'notebooks' / f'{name}.html'}"
 
 
 def _published(root: Path, name: str) -> Path:

@@ -9,6 +9,9 @@ science, set at build time from the page and its result.json, so that none of it
 - **Every "notebook NN" a link** (`link_notebooks`) to that notebook's page, when the build holds it.
 - **Figures numbered per page** (`number_figures_by_page`): "Figure 02.3" is notebook 02's third figure, so that the
   book's numbers never collide with the paper's ("paper Fig. 5") and a reader can tell which page a number is on.
+- **Links to a page this build does not hold** (`AbsentPages`): a book built with a subset of the pages (a scratch
+  root with the pages a trial ran) keeps a link to one of the repository's other notebooks as its text, "(not in this
+  build)", instead of failing `-W` on a missing target; a link to a page no notebook source has still fails.
 - **The cost of what would decide an open check** (`price_deciding_designs`): in the box's "What would decide it",
   each check whose page names its deciding design as parameters (checks.csv's `decide_with`) gains that design's
   cost on the machine that built the page (`deciding_cost`).
@@ -21,6 +24,7 @@ from pathlib import Path
 
 from docutils import nodes
 from sphinx import addnodes
+from sphinx.transforms.post_transforms import SphinxPostTransform
 
 from .first_screen import tone
 
@@ -182,7 +186,34 @@ def number_figures_by_page(app, env) -> list[str]:
     return renumbered
 
 
+ABSENT = " (not in this build)"
+
+
+def absent_notebook(target: str, docnames: set[str], sources: set[str]) -> bool:
+    """Whether a link target ('08_exact_answers.ipynb#result-08', 'notebooks/08_exact_answers') names one of the
+    repository's notebooks (`sources`: their names) that the build does not hold (`docnames`)."""
+    stem = Path(target.split("#")[0]).name.removesuffix(".ipynb").removesuffix(".md")
+    return stem in sources and not any(doc.endswith("/" + stem) or doc == stem for doc in docnames)
+
+
+class AbsentPages(SphinxPostTransform):
+    """Before MyST resolves its links (priority 9): a link to a notebook of the repository that this build does not
+    hold becomes its own text and `ABSENT` (see the module doc)."""
+
+    default_priority = 8
+
+    def run(self, **kwargs) -> None:
+        from .parameters import NOTEBOOKS, known_notebooks
+
+        sources = set(known_notebooks(NOTEBOOKS))
+        for node in list(self.document.findall(addnodes.pending_xref)):
+            if node.get("reftype") == "myst" and absent_notebook(node["reftarget"], self.env.found_docs, sources):
+                text = nodes.inline("", node.astext() + ABSENT, classes=["absent-page"])
+                node.replace_self(text)
+
+
 def setup(app) -> dict:
+    app.add_post_transform(AbsentPages)
     app.connect("doctree-read", _doctree_read)
     app.connect("env-get-updated", number_figures_by_page, priority=900)  # after the toctree collector's numbering
     return {"parallel_read_safe": True, "parallel_write_safe": True}
