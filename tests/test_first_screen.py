@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import nbformat
+import pandas as pd
 import pytest
 
 from test_seal import sealed
@@ -61,34 +62,45 @@ def first_screen(tmp_path: Path) -> list[str]:
     return (tmp_path / FIRST_SCREEN).read_text().splitlines()
 
 
+def plain(line: str) -> str:
+    """A line without its glossary links."""
+    import re
+
+    return re.sub(r'<a class="glossary-term" href="[^"]*">([^<]*)</a>', r"\1", line)
+
+
 def test_the_first_screen_gives_every_paper_claim_its_mark_word_number_and_what_would_decide_it(tmp_path):
-    lines = first_screen(tmp_path)
-    assert lines[0] == "| verdict, `cpu` profile | the paper's claim | the number it rests on |"
+    lines = [plain(line) for line in first_screen(tmp_path)]
+    assert lines[2] == "| verdict, `cpu` profile | the paper's claim | the number it rests on |"
     rows = [line for line in lines if line.startswith("| <span ")]
     assert [r.split('<a href="')[1].split('"')[0] for r in rows] == [
         f"notebooks/{n}.html#result-{n[:2]}" for n in ("01_rectangles", "02_growth", "03_traps", "04_basin", "06_mixed")]
-    assert rows[0] == ('| <span class="verdict-mark positive">✓&nbsp;reproduced</span> | <a href="notebooks/'
-                       '01_rectangles.html#result-01">01 · rectangles</a><br>MLM conditionals are incompatible | the '
-                       'certified fraction exceeds one half: **99.5%** — passes (false-pass risk ≤ 10 %) |')
-    assert rows[1].startswith('| <span class="verdict-mark open">?&nbsp;inconclusive at this scale</span> | ')
+    assert rows[0] == ('| <span class="verdict-mark positive">✓&nbsp;reproduced</span> on minilm-mlm at `cpu` scale | '
+                       '<a href="notebooks/01_rectangles.html#result-01">01 · rectangles</a><br>MLM conditionals are '
+                       'incompatible | the certified fraction exceeds one half: **99.5%** — passes (false-pass risk ≤ '
+                       '10 %) |')
+    assert rows[1].startswith('| <span class="verdict-mark open">?&nbsp;inconclusive at this scale</span> on '
+                              'minilm-mlm at `cpu` scale | ')
     assert rows[1].endswith('</a><br>With small influence chains meet in O(n log n) steps | coupling times grow more '
                             'slowly than n¹·⁵: **0.797** — the rule says fail, but its false-fail risk may reach 78 % '
                             '(limit 20 %)<br>*To decide:* 192 pairs per length |')
-    assert rows[3].startswith('| <span class="verdict-mark negative">✗&nbsp;not reproduced</span> | ')
+    assert rows[3].startswith('| <span class="verdict-mark negative">✗&nbsp;not reproduced</span> on minilm-mlm at ')
     assert rows[3].endswith('chains from elsewhere are drawn in: **+0.01 [-0.09, +0.12]** — fails (false-fail risk '
                             '≤ 7 %) |')
 
 
 def test_a_page_whose_seal_is_broken_is_not_shown_and_the_books_own_checks_stand_apart(tmp_path):
-    lines = first_screen(tmp_path)
+    lines = [plain(line) for line in first_screen(tmp_path)]
     traps = next(line for line in lines if "03_traps" in line)
     assert traps == ('| <span class="verdict-mark other">·&nbsp;not shown</span> | <a href="notebooks/03_traps.html'
                      '#result-03">03 · traps</a> | 03_traps/result.json was edited after it was published |')
     apart = lines.index("The book's own checks, which test its tools and questions rather than the paper:")
     assert lines.index(traps) < apart < lines.index(next(line for line in lines if "06_mixed" in line))
     assert lines[apart + 2] == "| verdict, `cpu` profile | the book's own check | the number it rests on |"
-    assert lines[-1].startswith('| <span class="verdict-mark positive">✓&nbsp;passes</span> | <a href="notebooks/'
-                                '06_mixed.html#result-06">06 · mixed</a><br>R̂ and coupling agree | ')
+    mixed = next(line for line in lines if "06_mixed" in line)
+    assert mixed.startswith('| <span class="verdict-mark positive">✓&nbsp;passes</span> on minilm-mlm at `cpu` scale | '
+                            '<a href="notebooks/06_mixed.html#result-06">06 · mixed</a><br>R̂ and coupling agree | ')
+    assert lines[-1].startswith("*The rule in force:* a check passes decisively when")
 
 
 def test_a_not_shown_book_page_stands_with_the_books_own_checks(tmp_path):
@@ -97,7 +109,7 @@ def test_a_not_shown_book_page_stands_with_the_books_own_checks(tmp_path):
     notebooks = plant(tmp_path, broken="06_mixed")
     write_first_screen(tmp_path, notebooks)
     lines = (tmp_path / FIRST_SCREEN).read_text().splitlines()
-    assert "06_mixed/result.json was edited" in lines[-1]
+    assert "06_mixed/result.json was edited" in [line for line in lines if line.startswith("| <span")][-1]
 
 
 def sphinx_build(src: Path, out: Path) -> Path:
@@ -217,3 +229,87 @@ def test_the_check_is_named_by_its_statement_without_its_rule():
         "random scan: the sampler's TV to π lies within its null (p ≥ 0.05)")
     assert statement("the theorem's prediction: every cell is fast: all of them") == (
         "the theorem's prediction: every cell is fast")
+
+
+def test_the_first_screen_says_what_its_verdicts_are_about_and_labels_its_number(tmp_path):
+    """Issue 42 item 6 and issue 44 item 4: the model (read from its metrics.json), the scale against the paper
+    profile's (from provenance.json and the notebook's PROFILES), the models not run; each number as "value — what
+    it is — threshold" from checks.csv; the rules' provenance from rules.json; 07's L-lag rule as 08 reads it."""
+    from glauber_mlm.book.first_screen import EMBEDDED, FIRST_SCREEN, write_first_screen
+
+    notebooks = plant(tmp_path)
+    (notebooks / "02_growth.py").write_text(
+        'PROFILES = {"cpu": dict(model=None, budget=500, pairs=8, lengths=[4, 8]), '
+        '"paper": dict(model="bert-base-uncased", budget=10000, pairs=20, lengths=[8, 64])}\n'
+        'run.conclude(checks, question="paper")\n')
+    from glauber_mlm import contract
+    from glauber_mlm.book import publish
+
+    page = tmp_path / "book" / "notebooks" / "02_growth"
+    deciding = PLANTED["02_growth"]["deciding"]
+    pd.DataFrame([dict(check=deciding["check"], statistic="upper bound (pairs resampled) of the exponent: the slope",
+                       threshold="passes when below 1.5", value="0.797", outcome="inconclusive", rule_says="fail",
+                       core=True)]).to_csv(page / "checks.csv", index=False)
+    contract.write_provenance(page, {**{key: "-" for key in contract.REQUIRED}, "profile": "cpu", "scale": 1.0,
+                                     "parameters": dict(model=None, budget=3000, pairs=48, lengths=[4, 8, 128]),
+                                     "versions": {}, "wall_time_s": 1.0, "run_id": "r1"})
+    publish.seal(page.with_suffix(".ipynb"), page, {"inputs": {}})
+    (notebooks / "rules.json").write_text(json.dumps({"02_growth": [
+        dict(date="2026-12-01", change="first", builds_committed=True),
+        dict(date="2026-12-03", change="new rule", builds_committed=True, outcome_before="fails: at τ = 5"),
+        dict(date="2026-12-04", change="display only: words", builds_committed=True, display_only=True)]}))
+    write_first_screen(tmp_path, notebooks)
+    lines = [plain(line) for line in (tmp_path / FIRST_SCREEN).read_text().splitlines()]
+    metrics = json.loads((EMBEDDED / "minilm-mlm" / "metrics.json").read_text())
+    assert lines[0].startswith(f"**What these verdicts are about.** The model: minilm-mlm ({metrics['layers']} layers, "
+                               f"{metrics['parameters'] / 1e6:.1f} M parameters, trained "
+                               f"{metrics['train_minutes']:.0f} minutes")
+    assert f"{100 * metrics['top1']:.0f} % top-1 on held-out masked words)." in lines[0]
+    assert ("The scale: the `cpu` profile; the paper's claims ran 3,000 steps per chain or coupling budget (the "
+            "`paper` profile: 10,000); 48 chains or coupled pairs per cell (the `paper` profile: 20); 4–128 tokens "
+            "per sequence (the `paper` profile: 8–64).") in lines[0]
+    assert lines[0].endswith("Not run: bert-base-uncased, the models of the `paper` profile.")
+    growth = next(line for line in lines if "02_growth.html" in line)
+    assert ("coupling times grow more slowly than n¹·⁵<br>**0.797** — upper bound of the exponent — passes when below "
+            "1.5: the rule says fail, but its false-fail risk may reach 78 % (limit 20 %)<br>*Rules revised after 1 "
+            "outcome (2026-12-03); the outcome before: fails.*<br>*To decide:* 192 pairs per length |") in growth
+
+
+def test_07s_row_links_the_reading_of_its_rule_on_the_models_own_chain():
+    import pandas as pd
+
+    from glauber_mlm.book.first_screen import elsewhere
+
+    rows = {"08_exact_answers": pd.DataFrame([dict(check="the L-lag bound's upper end lies at or above d(t): on every "
+                                                         "passage", value="-0.011", rule_says="fail",
+                                                   outcome="inconclusive", core=False)])}
+    assert elsewhere("07_how_long_must_i_run", rows) == (
+        "<br>*On the model's own chain:* <a href=\"notebooks/08_exact_answers.html#result-08\">08</a> reads the L-lag "
+        "bound's upper end lies at or above d(t): **-0.011** — the rule says fail (inconclusive; a side check)")
+    assert elsewhere("07_how_long_must_i_run", {}) == "" and elsewhere("03_traps", rows) == ""
+
+
+def test_an_upper_bound_above_its_limit_never_reads_as_the_limit():
+    from glauber_mlm.book.first_screen import judgement
+
+    above = judgement(dict(outcome="inconclusive", reason="rule says pass, but …", false_pass_upper=0.1014,
+                           false_fail_upper=0.05))
+    assert above == "the rule says pass, but its false-pass risk may reach 11 % (limit 10 %)"
+    assert judgement(dict(outcome="pass", false_pass_upper=0.095, false_fail_upper=0.2)) == (
+        "passes (false-pass risk ≤ 10 %)")
+    assert judgement(dict(outcome="pass", false_pass_upper=0.07, false_fail_upper=0.2)) == (
+        "passes (false-pass risk ≤ 7 %)")
+
+
+def test_every_term_the_first_screen_and_boxes_link_is_in_the_glossary():
+    import re
+
+    from glauber_mlm.pages.terms import TERMS, anchor
+
+    glossary = (Path(__file__).resolve().parents[1] / "book" / "glossary.md").read_text()
+    block = glossary.split("```{glossary}")[1].split("```")[0]
+    defined = {line.strip() for line in block.splitlines() if line and not line[0].isspace()}
+    assert set(TERMS.values()) <= defined, set(TERMS.values()) - defined
+    assert anchor("critical temperature τ*") == "term-critical-temperature"
+    assert len({anchor(t) for t in defined}) == len(defined)            # no two entries share an anchor
+    assert all(re.fullmatch(r"term-[a-z0-9-]+", anchor(t)) for t in TERMS.values())

@@ -1,6 +1,7 @@
 """The result box: checks that decide only where the error their outcome risks is bounded, the verdict rule on
 known cases (it rests on the core checks), and what `Run.conclude` writes (result.json, checks.csv)."""
 import json
+import re
 
 import numpy as np
 import pandas as pd
@@ -8,7 +9,8 @@ import pytest
 
 from glauber_mlm.pages.checks import COLUMNS, Calibration, Check, calibrate, smallest_decisive, table
 from glauber_mlm.pages.run import Run
-from glauber_mlm.pages.verdict import box_markdown, judge
+from glauber_mlm.pages.history import Provenance
+from glauber_mlm.pages.verdict import RULE, box_markdown, judge, scope
 
 # 40 of 40 planted truths pass, 0 of 40 planted nulls: both one-sided 95 % bounds are 1 − 0.05^(1/40) = 0.072
 STRONG, WEAK = Calibration.from_counts(40, 40, 0, 40, "planted"), Calibration(0.6, 0.3, 40, "planted")
@@ -84,7 +86,7 @@ def test_the_verdict_rests_on_the_check_its_reason_names(checks, deciding):
 def test_the_box_says_which_bound_is_too_wide_and_what_would_decide_it():
     checks = [check(False, WEAK, name="weak fail", to_decide="96 pairs (40 min on this machine)"),
               check(True, WEAK, core=False, name="weak side pass"), check(True, name="strong")]
-    text = box_markdown("claim", "build", {}, checks, judge(checks))
+    text = plain(box_markdown("claim", "build", {}, checks, judge(checks)))
     assert ("| weak fail | v | t | ≤ 0.44 (12 of 40) / ≤ 0.54 (16 of 40) | inconclusive: rule says fail, but the "
             "false-fail rate's one-sided 95 % upper bound is 0.54 (16 of 40 truth replicates did not pass); at its "
             "observed rate (0.40) no number of replicates would bound it at 0.20: the design must change |") in text
@@ -131,16 +133,60 @@ def test_smallest_decisive_names_the_cheapest_decisive_design():
     assert smallest_decisive({"12 pairs": small_size, "24 pairs": STRONG}, passes=False).startswith("decisive at 24")
 
 
+def plain(box: str) -> str:
+    """A box without its HTML links (the glossary's)."""
+    return re.sub(r"<[^>]+>", "", box)
+
+
 def test_box_lists_claim_numbers_and_every_check_with_its_calibration():
     checks = [check(True, name="fraction above one half"), check(None, None, name="a | pipe")]
-    text = box_markdown("the claim", "cpu build", {"fraction": "0.9 [0.8, 1.0]"}, checks, judge(checks),
-                        not_shown="beyond this model", paper="0.95 on BERT-base")
+    text = plain(box_markdown("the claim", "cpu build", {"fraction": "0.9 [0.8, 1.0]"}, checks, judge(checks),
+                        not_shown="beyond this model", paper="0.95 on BERT-base"))
     assert "**The claim.** the claim\n\n**What the paper reports.** 0.95 on BERT-base\n\n**This build.**" in text
-    assert text.startswith("**Verdict: reproduced.** all 1 core checks pass decisively")
+    assert text.startswith("**Verdict: reproduced.** the one core check passes decisively")
     assert "| fraction | 0.9 [0.8, 1.0] |" in text
     assert "| fraction above one half | v | t | ≤ 0.07 (0 of 40) / ≤ 0.07 (0 of 40) | pass |" in text
     assert ("| a \\| pipe | v | t | not calibrated | inconclusive: not computable at this scale (beside the verdict) |"
             in text and "**What this build does not show.** beyond" in text)
+
+
+def test_the_box_says_what_its_verdict_is_about_and_whether_its_rules_came_before_the_run():
+    checks = [check(True, name="fraction above one half"), check(True, name="second")]
+    where = scope(["minilm-mlm", "minilm6-mlm"], "cpu")
+    assert where == "on minilm-mlm and minilm6-mlm at `cpu` scale"
+    before = plain(box_markdown("c", "b", {}, checks, judge(checks), where=where, provenance=Provenance(())))
+    assert before.startswith("**Verdict: reproduced on minilm-mlm and minilm6-mlm at `cpu` scale.** all 2 core checks")
+    assert "| check, rules stated before the run | value |" in before and "Under the earlier rules" not in before
+    revised = plain(box_markdown("c", "b", {}, checks, judge(checks), where=where, provenance=Provenance(
+        ("2026-12-02", "2026-12-03"), "inconclusive: size 1.00", "2026-12-02")))
+    assert "| check, rules revised after 2 outcomes (last 2026-12-03) | value |" in revised
+    assert "stated before the run" not in revised
+    assert ("**Under the earlier rules.** This page's rules were revised after 2 outcomes (last 2026-12-03); its "
+            "outcome before the last recorded revision: inconclusive: size 1.00 (recorded 2026-12-02, when the rules "
+            "were revised).") in revised
+    unrecorded = plain(box_markdown("c", "b", {}, checks, judge(checks), provenance=Provenance(("2026-12-03",))))
+    assert "before the last recorded revision: not recorded in `notebooks/rules.json`." in unrecorded
+    smoke = plain(box_markdown("c", "b", {}, checks, judge(checks), smoke=True, where=where))
+    assert where not in smoke.splitlines()[0]            # a smoke run claims nothing, at any scope
+
+
+def test_the_intro_no_longer_states_the_old_point_estimate_rule():
+    """The rule in force (`RULE`: one-sided bounds on the error rates) is written under the first screen
+    (tests/test_first_screen.py); the intro's prose must not state the power ≥ 0.8 / size ≤ 0.1 rule it replaced."""
+    from pathlib import Path
+
+    intro = (Path(__file__).resolve().parents[1] / "book" / "intro.md").read_text()
+    assert "one-sided 95 % upper bound of its false-pass" in RULE
+    assert "≥ 0.8" not in intro and "≤ 0.1 on a planted null" not in intro
+    assert "bounds on its false-pass and false-fail rates" in intro
+
+
+def test_the_boxs_words_link_to_the_glossary_once_each():
+    checks = [check(True, name="fast above τ* at every n"), check(True, core=False, name="τ* again")]
+    box = box_markdown("c", "b", {}, checks, judge(checks), provenance=Provenance(()))
+    assert box.count('href="../glossary.html#term-critical-temperature">τ*</a>') == 1
+    assert 'href="../glossary.html#term-false-pass-risk">false pass</a>' in box
+    assert 'href="../glossary.html#term-side-check">side check</a>' in box
 
 
 def test_conclude_saves_result_json_and_checks_csv(tmp_path):

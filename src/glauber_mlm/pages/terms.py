@@ -1,0 +1,56 @@
+"""Links from the result boxes and the intro's first screen to the glossary (book/glossary.md) for the words a reader
+meets there first: each term's first appearance in a text becomes a link to its glossary entry.
+
+A glossary entry's anchor is the one Sphinx gives a term: "term-" and its words, lower case, with hyphens, letters
+outside ASCII dropped (`anchor`); tests/test_first_screen.py checks that every term named here is in the glossary.
+"""
+from __future__ import annotations
+
+import re
+
+from docutils.nodes import make_id
+
+# how a term is written in a check or a claim → the glossary term it links to (longest forms first)
+TERMS = {
+    "rectangle statistic": "rectangle statistic",
+    "τ*": "critical temperature τ*",
+    "L-lag": "L-lag coupling",
+    "DKW": "DKW margin",
+    "matched null": "matched null",
+    "core check": "core check",
+    "side check": "side check",
+    "false-pass risk": "false-pass risk",
+    "false-fail risk": "false-fail risk",
+    "false pass": "false-pass risk",
+    "false fail": "false-fail risk",
+}
+_FORMS = re.compile("|".join(re.escape(form) for form in sorted(TERMS, key=len, reverse=True)))
+_MARKUP = re.compile(r"(<[^>]+>|`[^`]*`|\$[^$]*\$)")  # HTML tags, code and math: never linked inside
+
+
+def anchor(term: str) -> str:
+    """The id Sphinx gives the glossary entry `term`: 'term-critical-temperature' for 'critical temperature τ*'."""
+    return make_id(f"term-{term}")
+
+
+def link_terms(text: str, glossary: str) -> str:
+    """`text` with the first appearance of each glossary term (`TERMS`) a link to `glossary`#its anchor, outside
+    HTML tags, code and math; `glossary` is the glossary page's URL relative to the page the text is on."""
+    seen: set[str] = set()
+
+    def link(match: re.Match) -> str:
+        term = TERMS[match.group(0)]
+        if term in seen:
+            return match.group(0)
+        seen.add(term)
+        return f'<a class="glossary-term" href="{glossary}#{anchor(term)}">{match.group(0)}</a>'
+
+    inside_link = False
+    pieces = []
+    for piece in _MARKUP.split(text):
+        if _MARKUP.fullmatch(piece or " "):
+            inside_link = piece.startswith("<a ") or (inside_link and not piece.startswith("</a"))
+            pieces.append(piece)
+        else:
+            pieces.append(piece if inside_link else _FORMS.sub(link, piece))
+    return "".join(pieces)
