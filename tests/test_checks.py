@@ -152,8 +152,9 @@ def test_rules_revised_after_an_outcome_are_counted_and_the_latest_recorded_outc
     assert seen.revisions == ("2026-12-02", "2026-12-03") and not seen.stated_before_run
     assert seen.label == "revised after 2 outcomes (last 2026-12-03)"
     assert (seen.previous_outcome, seen.previous_date) == ("not reproduced", "2026-12-02")
-    display = [entries[0], {**entries[1], "display_only": True, "outcome_before": None}, entries[2]]
+    display = [entries[0], {**entries[1], "display_only": True}, entries[2]]
     assert provenance(display).revisions == ("2026-12-03",)   # the display-only entry revises nothing
+    assert provenance(display).previous_outcome is None       # nor is its outcome the one before a revision
     assert provenance(display).label == "revised after 1 outcome (2026-12-03)"
     before = [{**entries[0], "builds_committed": False}, {**entries[1], "builds_committed": False,
                                                           "outcome_before": None}]

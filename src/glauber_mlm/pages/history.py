@@ -18,7 +18,8 @@ The record holds, per notebook, one dated entry each time its checks (the cell c
 An entry revises the page's rules after an outcome (`revised_after_outcome`) when it is not display-only and either
 the entry before it had a committed build or it says so itself. A page's rules are "stated before the run" only
 when no entry does; otherwise its result box and the intro's first screen say "revised after N outcomes (last
-DATE)" and show the latest outcome the record wrote down before a change (`Provenance`).
+DATE)" and show the latest outcome the record wrote down before a change of its rules, design or calibration
+(`Provenance`).
 
 The outcome fields are rendered only where an entry records them: an outcome that was not written down is shown
 as "not recorded", never reconstructed. The result box names only the rules in force and the date they were
@@ -96,9 +97,10 @@ class Provenance:
 
 
 def provenance(entries: list[dict]) -> Provenance:
-    """The `Provenance` of a page from its entries in the rules record, oldest first."""
+    """The `Provenance` of a page from its entries in the rules record, oldest first: the outcome before is the latest
+    one an entry that changed more than the display recorded."""
     revisions = tuple(e["date"] for i, e in enumerate(entries) if revised_after_outcome(entries, i))
-    recorded = [e for e in entries if e.get("outcome_before")]
+    recorded = [e for e in entries if e.get("outcome_before") and not e.get("display_only")]
     if not recorded:
         return Provenance(revisions)
     return Provenance(revisions, recorded[-1]["outcome_before"], recorded[-1]["date"])
