@@ -1,6 +1,7 @@
 """Checks that could fail: a decision rule, its answer on this run, and its two error rates at this run's design.
 
-A check is a rule (a statistic and a threshold) stated before the run. Before it decides anything, the same
+A check is a rule (a statistic and a threshold) stated before the run (a rule revised after an outcome was seen says
+so in its page's box: `history.Provenance`). Before it decides anything, the same
 rule is run, at the page's own design (lengths, pairs, chains, steps), on replicate data from a planted truth,
 where the claim holds, and from a planted null, where it fails (`calibrate`). Each outcome is charged its own error:
 
@@ -190,7 +191,7 @@ def calibrate(rule: Callable[[object], bool | None], truth: Callable[[np.random.
 class Check:
     """One row of checks.csv: the rule stated before the run, its value here, and its calibration (None: not
     calibrated at this design, so it cannot decide)."""
-    check: str                    # the sentence, stated before the run
+    check: str                    # the sentence the rule tests
     statistic: str                # what is computed
     threshold: str                # the rule that turns it into pass / fail
     value: str                    # this run's statistic, formatted
