@@ -261,14 +261,13 @@ def test_the_first_screen_says_what_its_verdicts_are_about_and_labels_its_number
     write_first_screen(tmp_path, notebooks)
     lines = [plain(line) for line in (tmp_path / FIRST_SCREEN).read_text().splitlines()]
     metrics = json.loads((EMBEDDED / "minilm-mlm" / "metrics.json").read_text())
-    assert lines[0].startswith(f"**What these verdicts are about.** The model: minilm-mlm ({metrics['layers']} layers, "
+    assert lines[0].startswith(f"**What these verdicts are about:** minilm-mlm ({metrics['layers']} layers, "
                                f"{metrics['parameters'] / 1e6:.1f} M parameters, trained "
                                f"{metrics['train_minutes']:.0f} minutes")
-    assert f"{100 * metrics['top1']:.0f} % top-1 on held-out masked words)." in lines[0]
-    assert ("The scale: the `cpu` profile; the paper's claims ran 3,000 steps per chain or coupling budget (the "
-            "`paper` profile: 10,000); 48 chains or coupled pairs per cell (the `paper` profile: 20); 4–128 tokens "
-            "per sequence (the `paper` profile: 8–64).") in lines[0]
-    assert lines[0].endswith("Not run: bert-base-uncased, the models of the `paper` profile.")
+    assert f"{100 * metrics['top1']:.0f} % top-1 on held-out masked words), at the `cpu` profile." in lines[0]
+    assert ("The paper's claims ran 3,000 steps per chain or coupling budget, 48 chains or coupled pairs per cell and "
+            "4–128 tokens per sequence, where the `paper` profile runs 10,000, 20 and 8–64.") in lines[0]
+    assert lines[0].endswith("Not run: the `paper` profile's model, bert-base-uncased.")
     growth = next(line for line in lines if "02_growth.html" in line)
     assert ("coupling times grow more slowly than n¹·⁵<br>**0.797** — upper bound of the exponent — passes when below "
             "1.5: the rule says fail, but its false-fail risk may reach 78 % (limit 20 %)<br>*Rules revised after 1 "

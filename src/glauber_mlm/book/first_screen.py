@@ -235,21 +235,27 @@ def _span(values: list) -> str:
     return f"{low:,}" if low == high else f"{low:,}–{high:,}"
 
 
+def _and(words: list[str]) -> str:
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
+
+
 def _scale(ran: Mapping[str, Mapping], paper: Mapping[str, Mapping]) -> str:
-    """'chains of 200–3,000 steps (the `paper` profile: 10,000–40,000), …': per kind of `SCALE`, the span of what the
-    pages ran (`ran`: their parameters) beside the span of their `paper` profiles."""
-    parts = []
+    """'ran 200–3,000 steps per chain or coupling budget and 2–48 chains …, where the `paper` profile runs 10,000–40,000
+    and 16–100': per kind of `SCALE`, the span of what the pages ran (`ran`: their parameters) beside the span of
+    their `paper` profiles; '' where no kind is in both."""
+    here, there = [], []
     for kind, keys in SCALE.items():
-        here = [p[k] for p in ran.values() for k in keys if k in p]
-        there = [paper[n][k] for n, p in ran.items() for k in keys if k in p and k in paper.get(n, {})]
-        if here and there:
-            parts.append(f"{_span(here)} {kind} (the `paper` profile: {_span(there)})")
-    return "; ".join(parts)
+        ours = [p[k] for p in ran.values() for k in keys if k in p]
+        theirs = [paper[n][k] for n, p in ran.items() for k in keys if k in p and k in paper.get(n, {})]
+        if ours and theirs:
+            here.append(f"{_span(ours)} {kind}")
+            there.append(_span(theirs))
+    return f"ran {_and(here)}, where the `paper` profile runs {_and(there)}" if here else ""
 
 
 def about(shown: Mapping[str, Mapping | str], root: Path, notebooks_dir: Path, book: set[str]) -> str:
     """The paragraph above the claims: the models the shown pages ran (`_model_facts`; a model only some pages ran
-    names them), the paper's claims' scale against the `paper` profile's (`_scale`, from each page's
+    names them), the profile, the paper's claims' scale against the `paper` profile's (`_scale`, from each page's
     provenance.json), and the `paper` profiles' models that no shown page ran. '' when no page is shown."""
     pages = {n: r for n, r in shown.items() if not isinstance(r, str) and r.get("build")}
     ran: dict[str, list[str]] = {}
@@ -259,24 +265,25 @@ def about(shown: Mapping[str, Mapping | str], root: Path, notebooks_dir: Path, b
             ran.setdefault(model.removeprefix("the embedded ").strip(), []).append(name[:2])
     if not ran:
         return ""
-    models = [f"{_model_facts(m)}" + ("" if len(on) == len(pages) else f" on {', '.join(on)}")
-              for m, on in ran.items()]
-    text = f"**What these verdicts are about.** The model: {'; '.join(models)}."
+    everywhere = [_model_facts(m) for m, on in ran.items() if len(on) == len(pages)]
+    some = [f"{_model_facts(m)} beside it on {_and(on)}" for m, on in ran.items() if len(on) < len(pages)]
+    run_at = scales(shown)
+    text = f"**What these verdicts are about:** {'; '.join(everywhere + some)}" + (f", at the {run_at}." if run_at
+                                                                                    else ".")
     profiles = {n: declared_profiles(Path(notebooks_dir) / f"{n}.py") or {} for n in pages}
     parameters = {}
     for name in pages:
         provenance = Path(root) / "book" / "notebooks" / name / "provenance.json"
         if provenance.is_file() and name not in book:
             parameters[name] = json.loads(provenance.read_text()).get("parameters", {})
-    run_at = scales(shown)
     scale = _scale(parameters, {n: p.get("paper", {}) for n, p in profiles.items()}) if "`paper`" not in run_at else ""
     if scale:
-        text += f" The scale: the {run_at}; the paper's claims ran {scale}."
+        text += f" The paper's claims {scale}."
     paper_models = dict.fromkeys(m for p in profiles.values() for key in ("model", "models")
                                  for m in _listed(p.get("paper", {}).get(key)) if m)
     missing = [m for m in paper_models if m not in ran]
     if missing:
-        text += f" Not run: {', '.join(missing)}, the models of the `paper` profile."
+        text += f" Not run: the `paper` profile's {'model' if len(missing) == 1 else 'models'}, {_and(missing)}."
     return text
 
 
