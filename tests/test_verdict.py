@@ -181,6 +181,19 @@ def test_the_intro_no_longer_states_the_old_point_estimate_rule():
     assert "bounds on its false-pass and false-fail rates" in intro
 
 
+def test_a_bound_just_above_its_limit_never_reads_as_the_limit():
+    from glauber_mlm.pages.checks import shown_bound, upper_bound
+
+    assert shown_bound(0.1014, 0.10) == "0.101" and shown_bound(0.0950, 0.10) == "0.10"
+    assert shown_bound(0.2034, 0.20) == "0.203" and shown_bound(0.54, 0.20) == "0.54"
+    above = Calibration.from_counts(169, 200, 0, 29, "30 nulls less one")       # 0 of 29: bound 0.0982
+    assert upper_bound(0, 29) < 0.10 and "≤ 0.10 (0 of 29)" in plain(box_markdown(
+        "c", "b", {}, [check(True, above)], judge([check(True, above)])))
+    weak = Calibration.from_counts(169, 200, 0, 30, "planted")                  # 31 of 200 fail: bound 0.203
+    text = plain(box_markdown("c", "b", {}, [check(False, weak)], judge([check(False, weak)])))
+    assert "/ ≤ 0.203 (31 of 200)" in text and "upper bound is 0.203 (31 of 200 truth replicates" in text
+
+
 def test_the_boxs_words_link_to_the_glossary_once_each():
     checks = [check(True, name="fast above τ* at every n"), check(True, core=False, name="τ* again")]
     box = box_markdown("c", "b", {}, checks, judge(checks), provenance=Provenance(()))

@@ -40,6 +40,12 @@ DECIDED_BY = {PASS: f"pass: false-pass bound ≤ {FALSE_PASS_MAX:.2f}",
               FAIL: f"fail: false-fail bound ≤ {FALSE_FAIL_MAX:.2f}"}
 
 
+def shown_bound(bound: float, limit: float) -> str:
+    """An error bound to 2 decimals, or to 3 where 2 would round a bound above `limit` onto it (0.1014 against 0.10:
+    '0.101', never '0.10')."""
+    return f"{bound:.3f}" if round(bound, 2) <= limit < bound else f"{bound:.2f}"
+
+
 def upper_bound(errors: int, replicates: int, confidence: float = CONFIDENCE) -> float:
     """The one-sided upper Clopper–Pearson bound of an error rate seen `errors` times in `replicates` runs: the
     `confidence` quantile of Beta(k + 1, n − k), a bound that lies above the true rate in at least a share
@@ -164,8 +170,8 @@ class Calibration:
         more = (f"{need} {planted} replicates would bound it at {limit:.2f}" if need else
                 f"at its observed rate ({k / n:.2f}) no number of replicates would bound it at {limit:.2f}: "
                 "the design must change")
-        return (f"rule says {says}, but the {error} rate's one-sided 95 % upper bound is {bound:.2f} ({k} of {n} "
-                f"{planted} replicates {event}); {more}")
+        return (f"rule says {says}, but the {error} rate's one-sided 95 % upper bound is {shown_bound(bound, limit)} "
+                f"({k} of {n} {planted} replicates {event}); {more}")
 
     def __str__(self) -> str:
         return (f"power {self.power:.2f} ({self.truth_passes} of {self.replicates}), size {self.size:.2f} "

@@ -37,7 +37,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from .checks import FAIL, FALSE_FAIL_MAX, FALSE_PASS_MAX, INCONCLUSIVE, PASS, Check
+from .checks import FAIL, FALSE_FAIL_MAX, FALSE_PASS_MAX, INCONCLUSIVE, PASS, Check, shown_bound
 from .history import Provenance
 from .terms import link_terms
 
@@ -116,8 +116,10 @@ def _bounds(check: Check) -> str:
     if c is None:
         return "not calibrated"
     fails = None if c.truth_passes is None else c.replicates - c.truth_passes
-    rates = ((c.false_pass_upper, c.null_passes, c.null_replicates), (c.false_fail_upper, fails, c.replicates))
-    return " / ".join("unknown" if k is None else f"≤ {bound:.2f} ({k} of {n})" for bound, k, n in rates)
+    rates = ((c.false_pass_upper, c.null_passes, c.null_replicates, FALSE_PASS_MAX),
+             (c.false_fail_upper, fails, c.replicates, FALSE_FAIL_MAX))
+    return " / ".join("unknown" if k is None else f"≤ {shown_bound(bound, limit)} ({k} of {n})"
+                      for bound, k, n, limit in rates)
 
 
 def _outcome(check: Check) -> str:
