@@ -79,8 +79,8 @@ def test_the_first_screen_gives_every_paper_claim_its_mark_word_number_and_what_
                        '<a href="notebooks/01_rectangles.html#result-01">01 · rectangles</a><br>MLM conditionals are '
                        'incompatible | the certified fraction exceeds one half: **99.5%** — passes (false-pass risk ≤ '
                        '10 %) |')
-    assert rows[1].startswith('| <span class="verdict-mark open">?&nbsp;inconclusive at this scale</span> on '
-                              'minilm-mlm at `cpu` scale | ')
+    assert rows[1].startswith('| <span class="verdict-mark open">?&nbsp;inconclusive</span> on minilm-mlm at `cpu` '
+                              'scale | ')
     assert rows[1].endswith('</a><br>With small influence chains meet in O(n log n) steps | coupling times grow more '
                             'slowly than n¹·⁵: **0.797** — the rule says fail, but its false-fail risk may reach 78 % '
                             '(limit 20 %)<br>*To decide:* 192 pairs per length |')

@@ -166,6 +166,9 @@ def test_the_box_says_what_its_verdict_is_about_and_whether_its_rules_came_befor
             "were revised).") in revised
     unrecorded = plain(box_markdown("c", "b", {}, checks, judge(checks), provenance=Provenance(("2026-12-03",))))
     assert "before the last recorded revision: not recorded in `notebooks/rules.json`." in unrecorded
+    open_ = [check(True, WEAK)]
+    assert plain(box_markdown("c", "b", {}, open_, judge(open_), where=where)).startswith(
+        "**Verdict: inconclusive on minilm-mlm and minilm6-mlm at `cpu` scale.**")
     smoke = plain(box_markdown("c", "b", {}, checks, judge(checks), smoke=True, where=where))
     assert where not in smoke.splitlines()[0]            # a smoke run claims nothing, at any scope
 

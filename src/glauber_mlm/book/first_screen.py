@@ -31,9 +31,9 @@ import pandas as pd
 from ..pages.checks import FALSE_FAIL_MAX, FALSE_PASS_MAX
 from ..pages.history import Provenance, page_provenance
 from ..pages.terms import link_terms
-from ..pages.verdict import RULE, WORDS, scope
+from ..pages.verdict import RULE, WORDS
 from .parameters import NOTEBOOKS, REPO, declared_profiles
-from .site import GENERATED, _short_title, shown_results
+from .site import GENERATED, _short_title, scope_of, shown_results
 
 FIRST_SCREEN = GENERATED / "first_screen.md"
 
@@ -62,11 +62,13 @@ def tone(word: str) -> str:
     return "open" if word.startswith("inconclusive") else "other"
 
 
-def mark(word: str) -> str:
-    """The verdict as a coloured mark and its word, joined so that the mark never ends a line:
-    `<span class="verdict-mark positive">✓&nbsp;reproduced</span>` (coloured by _static/book.css)."""
+def mark(word: str, where: str = "") -> str:
+    """The verdict as a coloured mark and its word, joined so that the mark never ends a line, then its scope `where`
+    (in place of "at this scale"): `<span class="verdict-mark positive">✓&nbsp;reproduced</span> on minilm-mlm at
+    `cpu` scale` (coloured by _static/book.css)."""
     kind = tone(word)
-    return f'<span class="verdict-mark {kind}">{MARKS[kind]}&nbsp;{word}</span>'
+    shown = word.removesuffix(" at this scale") if where else word
+    return f'<span class="verdict-mark {kind}">{MARKS[kind]}&nbsp;{shown}</span>' + (f" {where}" if where else "")
 
 
 def headline(claim: str) -> str:
@@ -182,15 +184,6 @@ def _cell(text: str) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
-def scope_of(build: str) -> str:
-    """What a page's verdict is about, from result.json's `build` ("`cpu` profile · model the embedded minilm-mlm,
-    minilm6-mlm · …" → "on minilm-mlm and minilm6-mlm at `cpu` scale", `verdict.scope`); '' where it does not say."""
-    found = re.match(r"`([^`]+)` profile.* · models? ([^·]+?)(?: ·|$)", build)
-    if not found:
-        return ""
-    return scope([m.removeprefix("the embedded ").strip() for m in found.group(2).split(", ")], found.group(1))
-
-
 def row(name: str, title: str, result: Mapping | str, provenance: Provenance | None = None,
         rule: Mapping | None = None, also: str = "") -> str:
     """One line of the first screen: its mark with its scope, the page (linked) and its claim, its number (`number`,
@@ -203,7 +196,7 @@ def row(name: str, title: str, result: Mapping | str, provenance: Provenance | N
         claim = link_terms(headline(str(result.get("claim", ""))), GLOSSARY)
         deciding = result.get("deciding")
         where = scope_of(str(result.get("build", ""))) if tone(result["verdict"]) != "other" else ""
-        cells = (mark(result["verdict"]) + (f" {where}" if where else ""), f"{link}<br>{claim}" if claim else link,
+        cells = (mark(result["verdict"], where), f"{link}<br>{claim}" if claim else link,
                  link_terms(number(deciding, rule) + revised(provenance) + also + to_decide(deciding), GLOSSARY))
     return "| " + " | ".join(_cell(c) for c in cells) + " |"
 

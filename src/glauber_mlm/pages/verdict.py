@@ -183,7 +183,8 @@ def _headline(verdict: Verdict, dry_run: str | None, smoke: bool, unknown: tuple
         line = (f"**Verdict: {word}, not a result** (budgets scaled down; at this scale: {verdict.word}, "
                 f"{verdict.summary}).")
     else:
-        line = f"**Verdict: {word}{' ' + where if where and not unknown else ''}.** {verdict.reason}."
+        scoped = f"{word.removesuffix(' at this scale')} {where}" if where and not unknown else word
+        line = f"**Verdict: {scoped}.** {verdict.reason}."
     if unknown:
         one = len(unknown) == 1
         line += (f" Run on {', '.join(unknown)}, {'a model' if one else 'models'} this book does not know: the checks "
