@@ -7,6 +7,7 @@ from pathlib import Path
 
 import nbformat
 import pandas as pd
+from docutils import nodes
 import pytest
 
 from test_seal import sealed
@@ -62,15 +63,8 @@ def first_screen(tmp_path: Path) -> list[str]:
     return (tmp_path / FIRST_SCREEN).read_text().splitlines()
 
 
-def plain(line: str) -> str:
-    """A line without its glossary links."""
-    import re
-
-    return re.sub(r'<a class="glossary-term" href="[^"]*">([^<]*)</a>', r"\1", line)
-
-
 def test_the_first_screen_gives_every_paper_claim_its_mark_word_number_and_what_would_decide_it(tmp_path):
-    lines = [plain(line) for line in first_screen(tmp_path)]
+    lines = first_screen(tmp_path)
     assert lines[2] == "| verdict, `cpu` profile | the paper's claim | the number it rests on |"
     rows = [line for line in lines if line.startswith("| <span ")]
     assert [r.split('<a href="')[1].split('"')[0] for r in rows] == [
@@ -90,7 +84,7 @@ def test_the_first_screen_gives_every_paper_claim_its_mark_word_number_and_what_
 
 
 def test_a_page_whose_seal_is_broken_is_not_shown_and_the_books_own_checks_stand_apart(tmp_path):
-    lines = [plain(line) for line in first_screen(tmp_path)]
+    lines = first_screen(tmp_path)
     traps = next(line for line in lines if "03_traps" in line)
     assert traps == ('| <span class="verdict-mark other">·&nbsp;not shown</span> | <a href="notebooks/03_traps.html'
                      '#result-03">03 · traps</a> | 03_traps/result.json was edited after it was published |')
@@ -259,7 +253,7 @@ def test_the_first_screen_says_what_its_verdicts_are_about_and_labels_its_number
         dict(date="2026-12-03", change="new rule", builds_committed=True, outcome_before="fails: at τ = 5"),
         dict(date="2026-12-04", change="display only: words", builds_committed=True, display_only=True)]}))
     write_first_screen(tmp_path, notebooks)
-    lines = [plain(line) for line in (tmp_path / FIRST_SCREEN).read_text().splitlines()]
+    lines = (tmp_path / FIRST_SCREEN).read_text().splitlines()
     metrics = json.loads((EMBEDDED / "minilm-mlm" / "metrics.json").read_text())
     assert lines[0].startswith(f"**What these verdicts are about:** minilm-mlm ({metrics['layers']} layers, "
                                f"{metrics['parameters'] / 1e6:.1f} M parameters, trained "
@@ -300,14 +294,23 @@ def test_an_upper_bound_above_its_limit_never_reads_as_the_limit():
         "passes (false-pass risk ≤ 7 %)")
 
 
-def test_every_term_the_first_screen_and_boxes_link_is_in_the_glossary():
-    from sphinx.util.nodes import _make_id  # how Sphinx names a glossary entry's anchor
+def test_the_words_of_the_first_screen_and_the_boxes_have_glossary_entries_that_the_build_links():
+    """Issue 44 item 4: every word the first screen and the result boxes use for their checks is a glossary term (or
+    one of its other spellings), so that `page_links` links it on the intro and on every result page."""
+    from docutils.frontend import get_default_settings
+    from docutils.utils import new_document
+    from sphinx import addnodes
 
-    from glauber_mlm.pages.terms import ANCHORS, TERMS
+    from glauber_mlm.book import page_links
 
-    glossary = (Path(__file__).resolve().parents[1] / "book" / "glossary.md").read_text()
-    block = glossary.split("```{glossary}")[1].split("```")[0]
-    defined = {line.strip() for line in block.splitlines() if line and not line[0].isspace()}
-    assert set(TERMS.values()) <= defined, set(TERMS.values()) - defined
-    assert set(ANCHORS) == set(TERMS.values())
-    assert all(ANCHORS[term] == _make_id(f"term-{term}") for term in ANCHORS), ANCHORS
+    terms = page_links.glossary_terms((Path(__file__).resolve().parents[1] / page_links.GLOSSARY).read_text())
+    words = ["rectangle statistic", "τ*", "L-lag", "DKW", "matched null", "core checks", "side check",
+             "false-pass risk", "false-fail risk", "false pass", "false fail"]
+    assert set(words) <= set(terms), set(words) - set(terms)
+    doc = new_document("intro", get_default_settings())
+    for text in ("every cell above τ* is fast", "the one core check passes; side checks beside",
+                 "the L-lag bound plus the DKW margin", "false pass / false fail (one-sided 95 % bound)"):
+        doc += nodes.paragraph(text, text)
+    page_links.link_glossary_terms(doc, terms)
+    linked = [r.astext() for r in doc.findall(addnodes.pending_xref)]
+    assert {"τ*", "L-lag", "DKW margin", "core check", "false pass", "false fail", "side checks"} <= set(linked), linked

@@ -1,7 +1,6 @@
 """The result box: checks that decide only where the error their outcome risks is bounded, the verdict rule on
 known cases (it rests on the core checks), and what `Run.conclude` writes (result.json, checks.csv)."""
 import json
-import re
 
 import numpy as np
 import pandas as pd
@@ -86,7 +85,7 @@ def test_the_verdict_rests_on_the_check_its_reason_names(checks, deciding):
 def test_the_box_says_which_bound_is_too_wide_and_what_would_decide_it():
     checks = [check(False, WEAK, name="weak fail", to_decide="96 pairs (40 min on this machine)"),
               check(True, WEAK, core=False, name="weak side pass"), check(True, name="strong")]
-    text = plain(box_markdown("claim", "build", {}, checks, judge(checks)))
+    text = box_markdown("claim", "build", {}, checks, judge(checks))
     assert ("| weak fail | v | t | ≤ 0.44 (12 of 40) / ≤ 0.54 (16 of 40) | inconclusive: rule says fail, but the "
             "false-fail rate's one-sided 95 % upper bound is 0.54 (16 of 40 truth replicates did not pass); at its "
             "observed rate (0.40) no number of replicates would bound it at 0.20: the design must change |") in text
@@ -133,15 +132,10 @@ def test_smallest_decisive_names_the_cheapest_decisive_design():
     assert smallest_decisive({"12 pairs": small_size, "24 pairs": STRONG}, passes=False).startswith("decisive at 24")
 
 
-def plain(box: str) -> str:
-    """A box without its HTML links (the glossary's)."""
-    return re.sub(r"<[^>]+>", "", box)
-
-
 def test_box_lists_claim_numbers_and_every_check_with_its_calibration():
     checks = [check(True, name="fraction above one half"), check(None, None, name="a | pipe")]
-    text = plain(box_markdown("the claim", "cpu build", {"fraction": "0.9 [0.8, 1.0]"}, checks, judge(checks),
-                        not_shown="beyond this model", paper="0.95 on BERT-base"))
+    text = box_markdown("the claim", "cpu build", {"fraction": "0.9 [0.8, 1.0]"}, checks, judge(checks),
+                        not_shown="beyond this model", paper="0.95 on BERT-base")
     assert "**The claim.** the claim\n\n**What the paper reports.** 0.95 on BERT-base\n\n**This build.**" in text
     assert text.startswith("**Verdict: reproduced.** the one core check passes decisively")
     assert "| fraction | 0.9 [0.8, 1.0] |" in text
@@ -154,22 +148,22 @@ def test_the_box_says_what_its_verdict_is_about_and_whether_its_rules_came_befor
     checks = [check(True, name="fraction above one half"), check(True, name="second")]
     where = scope(["minilm-mlm", "minilm6-mlm"], "cpu")
     assert where == "on minilm-mlm and minilm6-mlm at `cpu` scale"
-    before = plain(box_markdown("c", "b", {}, checks, judge(checks), where=where, provenance=Provenance(())))
+    before = box_markdown("c", "b", {}, checks, judge(checks), where=where, provenance=Provenance(()))
     assert before.startswith("**Verdict: reproduced on minilm-mlm and minilm6-mlm at `cpu` scale.** all 2 core checks")
     assert "| check, rules stated before the run | value |" in before and "Under the earlier rules" not in before
-    revised = plain(box_markdown("c", "b", {}, checks, judge(checks), where=where, provenance=Provenance(
-        ("2026-12-02", "2026-12-03"), "inconclusive: size 1.00", "2026-12-02")))
+    revised = box_markdown("c", "b", {}, checks, judge(checks), where=where, provenance=Provenance(
+        ("2026-12-02", "2026-12-03"), "inconclusive: size 1.00", "2026-12-02"))
     assert "| check, rules revised after 2 outcomes (last 2026-12-03) | value |" in revised
     assert "stated before the run" not in revised
     assert ("**Under the earlier rules.** This page's rules were revised after 2 outcomes (last 2026-12-03); its "
             "outcome before the last recorded revision: inconclusive: size 1.00 (recorded 2026-12-02, when the rules "
             "were revised).") in revised
-    unrecorded = plain(box_markdown("c", "b", {}, checks, judge(checks), provenance=Provenance(("2026-12-03",))))
+    unrecorded = box_markdown("c", "b", {}, checks, judge(checks), provenance=Provenance(("2026-12-03",)))
     assert "before the last recorded revision: not recorded in `notebooks/rules.json`." in unrecorded
     open_ = [check(True, WEAK)]
-    assert plain(box_markdown("c", "b", {}, open_, judge(open_), where=where)).startswith(
+    assert box_markdown("c", "b", {}, open_, judge(open_), where=where).startswith(
         "**Verdict: inconclusive on minilm-mlm and minilm6-mlm at `cpu` scale.**")
-    smoke = plain(box_markdown("c", "b", {}, checks, judge(checks), smoke=True, where=where))
+    smoke = box_markdown("c", "b", {}, checks, judge(checks), smoke=True, where=where)
     assert where not in smoke.splitlines()[0]            # a smoke run claims nothing, at any scope
 
 
@@ -190,19 +184,11 @@ def test_a_bound_just_above_its_limit_never_reads_as_the_limit():
     assert shown_bound(0.1014, 0.10) == "0.101" and shown_bound(0.0950, 0.10) == "0.10"
     assert shown_bound(0.2034, 0.20) == "0.203" and shown_bound(0.54, 0.20) == "0.54"
     above = Calibration.from_counts(169, 200, 0, 29, "30 nulls less one")       # 0 of 29: bound 0.0982
-    assert upper_bound(0, 29) < 0.10 and "≤ 0.10 (0 of 29)" in plain(box_markdown(
-        "c", "b", {}, [check(True, above)], judge([check(True, above)])))
+    assert upper_bound(0, 29) < 0.10 and "≤ 0.10 (0 of 29)" in box_markdown(
+        "c", "b", {}, [check(True, above)], judge([check(True, above)]))
     weak = Calibration.from_counts(169, 200, 0, 30, "planted")                  # 31 of 200 fail: bound 0.203
-    text = plain(box_markdown("c", "b", {}, [check(False, weak)], judge([check(False, weak)])))
+    text = box_markdown("c", "b", {}, [check(False, weak)], judge([check(False, weak)]))
     assert "/ ≤ 0.203 (31 of 200)" in text and "upper bound is 0.203 (31 of 200 truth replicates" in text
-
-
-def test_the_boxs_words_link_to_the_glossary_once_each():
-    checks = [check(True, name="fast above τ* at every n"), check(True, core=False, name="τ* again")]
-    box = box_markdown("c", "b", {}, checks, judge(checks), provenance=Provenance(()))
-    assert box.count('href="../glossary.html#term-critical-temperature">τ*</a>') == 1
-    assert 'href="../glossary.html#term-false-pass-risk">false pass</a>' in box
-    assert 'href="../glossary.html#term-side-check">side check</a>' in box
 
 
 def test_conclude_saves_result_json_and_checks_csv(tmp_path):

@@ -12,7 +12,8 @@ notebooks/rules.json: `history.Provenance`), and, for an open check, what would 
 A page whose claim another page tests on the model's own chain links that reading (`ELSEWHERE`). The paper's claims
 come first; the book's own questions (`question: "book"`) follow apart; the rule in force (`verdict.RULE`) closes
 it. Every number is one of the pages' files, except the limits at which an error bound lets a check decide
-(`checks.FALSE_PASS_MAX`, `checks.FALSE_FAIL_MAX`), which the rule states. Glossary terms link to their entries.
+(`checks.FALSE_PASS_MAX`, `checks.FALSE_FAIL_MAX`), which the rule states. Its glossary terms are linked when the
+book is built (`page_links`, as on the result pages).
 
 The module is a Sphinx extension (listed in _config.yml's `sphinx: extra_extensions`): when a build starts it writes
 the table (`write_first_screen`) to book/_generated/first_screen.md (not tracked), which book/intro.md includes, so
@@ -30,7 +31,6 @@ import pandas as pd
 
 from ..pages.checks import FALSE_FAIL_MAX, FALSE_PASS_MAX
 from ..pages.history import Provenance, page_provenance
-from ..pages.terms import link_terms
 from ..pages.verdict import RULE, WORDS
 from .parameters import NOTEBOOKS, REPO, declared_profiles
 from .site import GENERATED, _short_title, scope_of, shown_results
@@ -43,7 +43,6 @@ NEGATIVE = {words[1] for words in WORDS.values()}   # not reproduced, fails
 LABEL_WORDS = 3  # a check's text before its colon of at most this many words is a label ("random scan"), not a statement
 HEADLINE = 110  # characters of a claim's first clause shown on the first screen
 HEADER = "| {verdict} | {what} | the number it rests on |\n| --- | --- | --- |"
-GLOSSARY = "glossary.html"  # seen from the intro
 EMBEDDED = REPO / "data" / "models"  # the embedded models' folders, each with its metrics.json
 # the parameters that set a page's scale, by what they count (a page's profiles name some of them)
 SCALE = {"steps per chain or coupling budget": ("steps", "budget", "scaling_budget"),
@@ -193,11 +192,11 @@ def row(name: str, title: str, result: Mapping | str, provenance: Provenance | N
     if isinstance(result, str):
         cells = (mark("not shown"), link, result)
     else:
-        claim = link_terms(headline(str(result.get("claim", ""))), GLOSSARY)
+        claim = headline(str(result.get("claim", "")))
         deciding = result.get("deciding")
         where = scope_of(str(result.get("build", ""))) if tone(result["verdict"]) != "other" else ""
         cells = (mark(result["verdict"], where), f"{link}<br>{claim}" if claim else link,
-                 link_terms(number(deciding, rule) + revised(provenance) + also + to_decide(deciding), GLOSSARY))
+                 number(deciding, rule) + revised(provenance) + also + to_decide(deciding))
     return "| " + " | ".join(_cell(c) for c in cells) + " |"
 
 
@@ -301,7 +300,7 @@ def markdown(shown: Mapping[str, Mapping | str], titles: Mapping[str, str], book
     if own:
         parts += ["The book's own checks, which test its tools and questions rather than the paper:", "",
                   HEADER.format(verdict=verdict, what="the book's own check"), *own, ""]
-    parts += [link_terms(f"*The rule in force:* {RULE}.", GLOSSARY), ""]
+    parts += [f"*The rule in force:* {RULE}.", ""]
     return "\n".join(parts)
 
 

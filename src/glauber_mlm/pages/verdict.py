@@ -39,9 +39,6 @@ from dataclasses import dataclass
 
 from .checks import FAIL, FALSE_FAIL_MAX, FALSE_PASS_MAX, INCONCLUSIVE, PASS, Check, shown_bound
 from .history import Provenance
-from .terms import link_terms
-
-GLOSSARY = "../glossary.html"  # the glossary page, seen from a result page (book/notebooks/NAME.html)
 
 WORDS = {"paper": ("reproduced", "not reproduced", "inconclusive at this scale"),
          "book": ("passes", "fails", "inconclusive at this scale")}
@@ -198,8 +195,8 @@ def box_markdown(claim: str, build: str, numbers: dict[str, str], checks: list[C
     """The box as MyST Markdown: verdict line with its scope (`where`) and reason, the earlier rules' outcome where
     the rules were revised after an outcome (`provenance`), claim, what the paper reports, build, key numbers, the
     checks with their error bounds under a header that says whether their rules were stated before the run, what
-    would decide each inconclusive core check, and what this build does not show; each glossary term's first
-    appearance links to its entry (`terms.link_terms`). `smoke` (a smoke-profile run) or
+    would decide each inconclusive core check, and what this build does not show (the book links its glossary
+    terms: `book.page_links`). `smoke` (a smoke-profile run) or
     `dry_run` ("dry run at scale S") replaces the verdict line, and `unknown` (the models this book does not know
     that the page ran on) its word (`_headline`)."""
     headline = _headline(verdict, dry_run, smoke, unknown, where)
@@ -222,4 +219,4 @@ def box_markdown(claim: str, build: str, numbers: dict[str, str], checks: list[C
     if not_shown:
         lines += ["", f"**What this build does not show.** {not_shown}"]
     lines += ["", f"*Rule:* {RULE}. Each check's calibration and what would make it decisive: `checks.csv`."]
-    return link_terms("\n".join(lines), GLOSSARY)
+    return "\n".join(lines)
