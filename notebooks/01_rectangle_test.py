@@ -102,6 +102,8 @@ for mlm in mlms:
     # contexts of exactly `length` tokens, one per document; fails here if too few passages are long enough
     starts[mlm.name] = sample_passages(mlm, texts, run["length"], run["contexts"], seed=run["seed"])[0]
 run.show()
+report.glue_text(**{key: int(run[key]) for key in ("length", "top_k", "per_passage", "compat_pairs", "compat_k")},
+                 safety=float(run["safety"]))  # the design's values, for the prose
 
 # %% tags=["plan"]
 # the work this run does, as `glauber-mlm plan` counts it: the plan reads this cell, so both count by one rule
@@ -150,7 +152,7 @@ show_plan(planned_work(run.params))
 # symmetric pairwise model, `gm.exact.compatible_pairwise`) of each MLM's length and logit spread, through the same fp32
 # path (`gm.random_rectangles`, `gm.rectangle_test`); and, since an MLM's fp32 logits also carry the rounding of every
 # layer of the network, as the largest change of ρ when part of the MLM's rectangles are evaluated again with a float64
-# copy of the network (`float64_twin`). The tolerance is `safety` times the larger of the two noise levels
+# copy of the network (`float64_twin`). The tolerance is {glue:text}`safety:g` times the larger of the two noise levels
 # (`rectangle.noise_tolerance`, the rule notebook 00 uses too).
 #
 # **Why this tolerance is larger than notebook 00's.** The rule is the same, but notebook 00's exact models have only
@@ -178,8 +180,9 @@ report.table(pd.DataFrame(noise_rows))
 # %% [markdown]
 # ## Rectangles on real passages
 #
-# For each model: contexts are real passages of `length` tokens (one per document), the sites i ≠ j are uniform, and a ≠
-# a' (b ≠ b') are two of the top-k tokens of the conditional at i (j), the tokens a chain would actually visit. All four
+# For each model: contexts are real passages of {glue:text}`length` tokens (one per document), the sites i ≠ j are
+# uniform, and a ≠ a' (b ≠ b') are two of the top {glue:text}`top_k` tokens of the conditional at i (j), the tokens a
+# chain would actually visit. All four
 # conditionals run in fp32. Beside ρ we keep the token-level influence between the two sites,
 # $\tfrac12[\mathrm{TV}(q_i(\cdot \mid b), q_i(\cdot \mid b')) + \mathrm{TV}(q_j(\cdot \mid a), q_j(\cdot \mid a'))]$,
 # from the same four conditionals.
@@ -291,7 +294,8 @@ glue("temperature_finding", report.temperature_finding(by_temperature, temps), d
 # If changing token j barely moves the conditional at i (and vice versa), the rectangle's ratios nearly cancel whatever
 # the model, so large |ρ| needs strongly interacting sites. We show the median |ρ| per influence bin (quantile bins)
 # with a bootstrap 95% interval, and the Spearman rank correlation with a bootstrap interval that resamples *contexts*,
-# the independent units (`stats.spearman_ci`), since the `per_passage` rectangles of one context share its passage.
+# the independent units (`stats.spearman_ci`), since the {glue:text}`per_passage` rectangles of one context share its
+# passage.
 #
 # **Rule, fixed before the run:** |ρ| rises with influence when, for every model, the Spearman correlation's 95% lower
 # bound (resampling contexts) is above zero. It is calibrated at this page's design (its contexts, rectangles per
@@ -365,9 +369,9 @@ report.table(correlation)
 # $\mathrm{rms} = |\rho|/4$), so the two measures are related but not the same: the residual averages over every
 # rectangle of the candidate sets, the certificate reads one.
 #
-# We compute it on `compat_pairs` of the rectangles' (context, i, j), spread evenly over the contexts, with k =
-# `compat_k` candidates per site (`gm.top_k_candidates`, `gm.compatibility_test`). Its tolerance follows ρ's rule
-# (`rectangle.noise_tolerance`): `safety` times the larger of its largest value on the compatible exact model and its
+# We compute it on {glue:text}`compat_pairs` of the rectangles' (context, i, j), spread evenly over the contexts, with
+# k = {glue:text}`compat_k` candidates per site (`gm.top_k_candidates`, `gm.compatibility_test`). Its tolerance follows
+# ρ's rule (`rectangle.noise_tolerance`): {glue:text}`safety:g` times the larger of its largest value on the compatible exact model and its
 # change under a float64 copy of the network on the first pairs. A measure *flags* a pair above its own tolerance.
 #
 # **Rule, fixed before the run:** the residual certifies incompatibility when, for every model, it flags at least nine
@@ -436,7 +440,8 @@ report.turned(compat_summary)
 #
 # A positive rank correlation means the pairs with a large rectangle violation also have large violations over the whole
 # candidate set. Pairs flagged by one measure only show where they part: the rectangle reads two tokens per site, drawn
-# from the top-`top_k`, while the residual averages over the top-`compat_k` of each, so one large rectangle can be
+# from the top {glue:text}`top_k`, while the residual averages over the top {glue:text}`compat_k` of each, so one
+# large rectangle can be
 # diluted by many near-compatible ones, and a residual can be large while the one rectangle drawn is small.
 #
 # **Calibration of the checks.** The Spearman rule and the residual's rule were calibrated above; the table below

@@ -102,8 +102,8 @@ THRESHOLDS = (RHAT_MAX, 1.05)  # ArviZ's R̂ threshold (Vehtari et al. 2021) and
 
 # cpu: 4,800 steps, the run length at which the R̂ rule at 1.01 decides by its own calibration (302 draws per chain at
 # pll_every = 8; the build at 2,400 steps named it); τ = 0.75 gives the grid a slow cell, which that build lacked (its
-# τ = 1 pairs met by step 4,800 three times in four); about 20 minutes on a 2-core CPU (the MH pairs cost n rows per
-# proposal that changes a token)
+# τ = 1 pairs met by step 4,800 three times in four); about a quarter of an hour on a 2-core CPU (the MH pairs cost
+# n rows per proposal that changes a token; the execution page gives each build's time)
 PROFILES = {
     "smoke": dict(model=None, device=None, seed=0, passages="embedded", length=4, temperatures=[0.25, 8.0], chains=4,
                   steps=40, pll_every=4, pairs=2, mh_chains=2, mh_pairs=2, mh_lengths=[4, 6]),

@@ -131,6 +131,8 @@ if len(sizes) < 3:
 texts = load_passages(run["passages"])
 contexts, passage_ids = sample_passages(mlm, texts, L, n_docs, seed=run.seed_for("starts", n=L))  # fails if too few
 run.show()
+report.glue_text(coupling_size=n_couple, pairs=pairs, lag_temperature=float(lag_tau), growth_runs=growth_runs,
+                 growth_pairs=growth_pairs, growth_temperatures=report.listed(growth_taus))  # for the prose
 
 # %% tags=["plan"]
 # the work this run does, as `glauber-mlm plan` counts it: the plan reads this cell, so both count by one rule
@@ -271,8 +273,8 @@ glue("growth_finding", growth_finding, display=False)
 # **Notebook 02's growth rule on the real chain.** 02 decides its claim with a rule on coupling times: the one-sided
 # bootstrap upper bound (`planted.GROWTH_LEVEL`) of their local exponent over the three largest lengths lies below 1.5
 # (`planted.grows_slower_than_n15`). Here it runs on the first passage's restricted chains at the three largest n,
-# `growth_runs` times at each τ of `growth_temperatures`, each run `growth_pairs` coupled pairs per n from fresh
-# uniform starts (`planted.coupling_samples`), and it is judged by its rate, as notebook 00 judges it on the Ising
+# {glue:text}`growth_runs` times at each τ of {glue:md}`growth_temperatures`, each run {glue:text}`growth_pairs`
+# coupled pairs per n from fresh uniform starts (`planted.coupling_samples`), and it is judged by its rate, as notebook 00 judges it on the Ising
 # chain (`planted.judge_rates`): it should pass where the exact $t_\mathrm{mix}$ of the same chains grows more
 # slowly than $n^{1.5}$ over those n, and it should be fooled rarely by the same runs replanted so that their
 # medians grow like $n^{1.5}$. Its truth is the exact answer, on the model's own chain rather than a stand-in; the
@@ -307,10 +309,11 @@ growth_rule_cal = None if worst_tau is None else rule_cals[worst_tau]
 # %% [markdown]
 # ## 4. The coupling inequality on the real chain
 #
-# At n = `coupling_size`, for every passage and τ: `pairs` coupled pairs (`gm.coupling_times`, the book's
-# estimator, run on the restricted chain) from the two extreme states, every site at its first candidate against
-# every site at its second, and the exact TV between the two chains' laws at every step (`exact.distance_curve`).
-# The coupling inequality says the pairs' survival lies above the exact curve; the rule allows the DKW margin.
+# At n = {glue:text}`coupling_size`, for every passage and τ: {glue:text}`pairs` coupled pairs (`gm.coupling_times`,
+# the book's estimator, run on the restricted chain) from the two extreme states, every site at its first candidate
+# against every site at its second, and the exact TV between the two chains' laws at every step
+# (`exact.distance_curve`). The coupling inequality says the pairs' survival lies above the exact curve; the rule allows
+# the DKW margin.
 
 # %%
 S = k**n_couple
@@ -361,13 +364,14 @@ glue("coupling_finding", coupling_finding, display=False)
 # ```
 
 # %% [markdown]
-# **The L-lag bound on the real chain.** Notebook 07's estimator, `pairs` L-lag runs per passage at τ =
-# `lag_temperature` from the first extreme state, against the exact d(t) from that state: its rule (the bound's
-# upper interval end at or above the exact d(t) wherever d(t) ≥ 0.02) applied to the real chain, calibrated on the
+# **The L-lag bound on the real chain.** Notebook 07's estimator, {glue:text}`pairs` L-lag runs per passage at τ =
+# {glue:text}`lag_temperature:g` from the first extreme state, against the exact d(t) from that state: its rule (the
+# bound's upper interval end at or above the exact d(t) wherever d(t) ≥ {glue:text}`tv_floor:g`) applied to the real chain, calibrated on the
 # first passage by replicate runs (power) and by the same runs with each coupled phase halved (size).
 
 # %%
 TV_FLOOR = 0.02  # notebook 07's: below it the bound's rare non-zero terms say nothing
+report.glue_text(tv_floor=TV_FLOOR)  # for the prose
 lag_rows, lag_covers, lag_curves = [], [], []
 zero = torch.zeros(pairs, n_couple, dtype=torch.int64)
 for p in range(n_docs):

@@ -8,7 +8,7 @@ from scipy.stats import beta
 
 from glauber_mlm.pages.checks import (Calibration, Check, calibrate, deciding_design, replicates_to_bound,
                                       smallest_decisive, upper_bound)
-from glauber_mlm.pages.history import fixed_on, rules_history, rules_in_force
+from glauber_mlm.pages.history import fixed_on, provenance, rules_history, rules_in_force
 from glauber_mlm.pages.verdict import judge
 
 
@@ -139,11 +139,29 @@ def test_rules_history_lists_every_change_with_its_date_and_recorded_outcomes(tm
     path.write_text(json.dumps(RECORD))
     text = rules_history("99_page", path)
     assert text.startswith("## How these rules came to be")
-    assert "changed 2 times" in text and "2 of these changes were made after a build" in text
+    assert "changed 2 times" in text and "2 of these changed its rules, design or calibration after an outcome" in text
     assert "| 2026-12-02 | threshold 0.5 → 0.4 \\| after a build | yes | not reproduced → reproduced | aaa |" in text
     assert "| 2026-12-03 | more pairs (rules unchanged) | yes | not recorded | aaa |" in text   # never invented
     with pytest.raises(ValueError, match="no entry"):
         rules_history("98_other", path)
+
+
+def test_rules_revised_after_an_outcome_are_counted_and_the_latest_recorded_outcome_is_kept():
+    entries = RECORD["99_page"]
+    seen = provenance(entries)
+    assert seen.revisions == ("2026-12-02", "2026-12-03") and not seen.stated_before_run
+    assert seen.label == "revised after 2 outcomes (last 2026-12-03)"
+    assert (seen.previous_outcome, seen.previous_date) == ("not reproduced", "2026-12-02")
+    display = [entries[0], {**entries[1], "display_only": True}, entries[2]]
+    assert provenance(display).revisions == ("2026-12-03",)   # the display-only entry revises nothing
+    assert provenance(display).previous_outcome is None       # nor is its outcome the one before a revision
+    assert provenance(display).label == "revised after 1 outcome (2026-12-03)"
+    before = [{**entries[0], "builds_committed": False}, {**entries[1], "builds_committed": False,
+                                                          "outcome_before": None}]
+    assert provenance(before).stated_before_run and provenance(before).label == "stated before the run"
+    assert provenance(before).previous == "not recorded in `notebooks/rules.json`"          # never reconstructed
+    flagged = [before[0], {**before[1], "revised_after_outcome": True}]
+    assert provenance(flagged).revisions == ("2026-12-02",)
 
 
 def test_the_box_names_the_date_the_rules_in_force_were_fixed(tmp_path):

@@ -7,6 +7,8 @@ import re
 from pathlib import Path
 
 import nbformat
+import pandas as pd
+from docutils import nodes
 import pytest
 
 from test_seal import sealed
@@ -64,18 +66,20 @@ def first_screen(tmp_path: Path) -> list[str]:
 
 def test_the_first_screen_gives_every_paper_claim_its_mark_word_number_and_what_would_decide_it(tmp_path):
     lines = first_screen(tmp_path)
-    assert lines[0] == "| verdict, `cpu` profile | the paper's claim | the number it rests on |"
+    assert lines[2] == "| verdict, `cpu` profile | the paper's claim | the number it rests on |"
     rows = [line for line in lines if line.startswith("| <span ")]
     assert [r.split('<a href="')[1].split('"')[0] for r in rows] == [
         f"notebooks/{n}.html#result-{n[:2]}" for n in ("01_rectangles", "02_growth", "03_traps", "04_basin", "06_mixed")]
-    assert rows[0] == ('| <span class="verdict-mark positive">✓&nbsp;reproduced</span> | <a href="notebooks/'
-                       '01_rectangles.html#result-01">01 · rectangles</a><br>MLM conditionals are incompatible | the '
-                       'certified fraction exceeds one half: **99.5%** — passes (false-pass risk ≤ 10 %) |')
-    assert rows[1].startswith('| <span class="verdict-mark open">?&nbsp;inconclusive at this scale</span> | ')
+    assert rows[0] == ('| <span class="verdict-mark positive">✓&nbsp;reproduced</span> on minilm-mlm at `cpu` scale | '
+                       '<a href="notebooks/01_rectangles.html#result-01">01 · rectangles</a><br>MLM conditionals are '
+                       'incompatible | the certified fraction exceeds one half: **99.5%** — passes (false-pass risk ≤ '
+                       '10 %) |')
+    assert rows[1].startswith('| <span class="verdict-mark open">?&nbsp;inconclusive</span> on minilm-mlm at `cpu` '
+                              'scale | ')
     assert rows[1].endswith('</a><br>With small influence chains meet in O(n log n) steps | coupling times grow more '
                             'slowly than n¹·⁵: **0.797** — the rule says fail, but its false-fail risk may reach 78 % '
                             '(limit 20 %)<br>*To decide:* 192 pairs per length |')
-    assert rows[3].startswith('| <span class="verdict-mark negative">✗&nbsp;not reproduced</span> | ')
+    assert rows[3].startswith('| <span class="verdict-mark negative">✗&nbsp;not reproduced</span> on minilm-mlm at ')
     assert rows[3].endswith('chains from elsewhere are drawn in: **+0.01 [-0.09, +0.12]** — fails (false-fail risk '
                             '≤ 7 %) |')
 
@@ -88,8 +92,10 @@ def test_a_page_whose_seal_is_broken_is_not_shown_and_the_books_own_checks_stand
     apart = lines.index("The book's own checks, which test its tools and questions rather than the paper:")
     assert lines.index(traps) < apart < lines.index(next(line for line in lines if "06_mixed" in line))
     assert lines[apart + 2] == "| verdict, `cpu` profile | the book's own check | the number it rests on |"
-    assert lines[-1].startswith('| <span class="verdict-mark positive">✓&nbsp;passes</span> | <a href="notebooks/'
-                                '06_mixed.html#result-06">06 · mixed</a><br>R̂ and coupling agree | ')
+    mixed = next(line for line in lines if "06_mixed" in line)
+    assert mixed.startswith('| <span class="verdict-mark positive">✓&nbsp;passes</span> on minilm-mlm at `cpu` scale | '
+                            '<a href="notebooks/06_mixed.html#result-06">06 · mixed</a><br>R̂ and coupling agree | ')
+    assert lines[-1].startswith("*The rule in force:* a check passes decisively when")
 
 
 def test_a_not_shown_book_page_stands_with_the_books_own_checks(tmp_path):
@@ -98,7 +104,7 @@ def test_a_not_shown_book_page_stands_with_the_books_own_checks(tmp_path):
     notebooks = plant(tmp_path, broken="06_mixed")
     write_first_screen(tmp_path, notebooks)
     lines = (tmp_path / FIRST_SCREEN).read_text().splitlines()
-    assert "06_mixed/result.json was edited" in lines[-1]
+    assert "06_mixed/result.json was edited" in [line for line in lines if line.startswith("| <span")][-1]
 
 
 def sphinx_build(src: Path, out: Path) -> Path:
@@ -226,3 +232,94 @@ def test_the_check_is_named_by_its_statement_without_its_rule():
         "random scan: the sampler's TV to π lies within its null (p ≥ 0.05)")
     assert statement("the theorem's prediction: every cell is fast: all of them") == (
         "the theorem's prediction: every cell is fast")
+
+
+def test_the_first_screen_says_what_its_verdicts_are_about_and_labels_its_number(tmp_path):
+    """Issue 42 item 6 and issue 44 item 4: the model (read from its metrics.json), the scale against the paper
+    profile's (from provenance.json and the notebook's PROFILES), the models not run; each number as "value — what
+    it is — threshold" from checks.csv; the rules' provenance from rules.json; 07's L-lag rule as 08 reads it."""
+    from glauber_mlm.book.first_screen import EMBEDDED, FIRST_SCREEN, write_first_screen
+
+    notebooks = plant(tmp_path)
+    (notebooks / "02_growth.py").write_text(
+        'PROFILES = {"cpu": dict(model=None, budget=500, pairs=8, lengths=[4, 8]), '
+        '"paper": dict(model="bert-base-uncased", budget=10000, pairs=20, lengths=[8, 64])}\n'
+        'run.conclude(checks, question="paper")\n')
+    from glauber_mlm import contract
+    from glauber_mlm.book import publish
+
+    page = tmp_path / "book" / "notebooks" / "02_growth"
+    deciding = PLANTED["02_growth"]["deciding"]
+    pd.DataFrame([dict(check=deciding["check"], statistic="upper bound (pairs resampled) of the exponent: the slope",
+                       threshold="passes when below 1.5", value="0.797", outcome="inconclusive", rule_says="fail",
+                       core=True)]).to_csv(page / "checks.csv", index=False)
+    contract.write_provenance(page, {**{key: "-" for key in contract.REQUIRED}, "profile": "cpu", "scale": 1.0,
+                                     "parameters": dict(model=None, budget=3000, pairs=48, lengths=[4, 8, 128]),
+                                     "versions": {}, "wall_time_s": 1.0, "run_id": "r1"})
+    publish.seal(page.with_suffix(".ipynb"), page, {"inputs": {}})
+    (notebooks / "rules.json").write_text(json.dumps({"02_growth": [
+        dict(date="2026-12-01", change="first", builds_committed=True),
+        dict(date="2026-12-03", change="new rule", builds_committed=True, outcome_before="fails: at τ = 5"),
+        dict(date="2026-12-04", change="display only: words", builds_committed=True, display_only=True)]}))
+    write_first_screen(tmp_path, notebooks)
+    lines = (tmp_path / FIRST_SCREEN).read_text().splitlines()
+    metrics = json.loads((EMBEDDED / "minilm-mlm" / "metrics.json").read_text())
+    assert lines[0].startswith(f"**What these verdicts are about:** minilm-mlm ({metrics['layers']} layers, "
+                               f"{metrics['parameters'] / 1e6:.1f} M parameters, trained "
+                               f"{metrics['train_minutes']:.0f} minutes")
+    assert f"{100 * metrics['top1']:.0f} % top-1 on held-out masked words), at the `cpu` profile." in lines[0]
+    assert ("The paper's claims ran 3,000 steps per chain or coupling budget, 48 chains or coupled pairs per cell and "
+            "4–128 tokens per sequence, where the `paper` profile runs 10,000, 20 and 8–64.") in lines[0]
+    assert lines[0].endswith("Not run: the `paper` profile's model, bert-base-uncased.")
+    growth = next(line for line in lines if "02_growth.html" in line)
+    assert ("coupling times grow more slowly than n¹·⁵<br>**0.797** — upper bound of the exponent — passes when below "
+            "1.5: the rule says fail, but its false-fail risk may reach 78 % (limit 20 %)<br>*Rules revised after 1 "
+            "outcome (2026-12-03); the outcome before: fails.*<br>*To decide:* 192 pairs per length |") in growth
+
+
+def test_07s_row_links_the_reading_of_its_rule_on_the_models_own_chain():
+    import pandas as pd
+
+    from glauber_mlm.book.first_screen import elsewhere
+
+    rows = {"08_exact_answers": pd.DataFrame([dict(check="the L-lag bound's upper end lies at or above d(t): on every "
+                                                         "passage", value="-0.011", rule_says="fail",
+                                                   outcome="inconclusive", core=False)])}
+    assert elsewhere("07_how_long_must_i_run", rows) == (
+        "<br>*On the model's own chain:* <a href=\"notebooks/08_exact_answers.html#result-08\">08</a> reads the L-lag "
+        "bound's upper end lies at or above d(t): **-0.011** — the rule says fail (inconclusive; a side check)")
+    assert elsewhere("07_how_long_must_i_run", {}) == "" and elsewhere("03_traps", rows) == ""
+
+
+def test_an_upper_bound_above_its_limit_never_reads_as_the_limit():
+    from glauber_mlm.book.first_screen import judgement
+
+    above = judgement(dict(outcome="inconclusive", reason="rule says pass, but …", false_pass_upper=0.1014,
+                           false_fail_upper=0.05))
+    assert above == "the rule says pass, but its false-pass risk may reach 11 % (limit 10 %)"
+    assert judgement(dict(outcome="pass", false_pass_upper=0.095, false_fail_upper=0.2)) == (
+        "passes (false-pass risk ≤ 10 %)")
+    assert judgement(dict(outcome="pass", false_pass_upper=0.07, false_fail_upper=0.2)) == (
+        "passes (false-pass risk ≤ 7 %)")
+
+
+def test_the_words_of_the_first_screen_and_the_boxes_have_glossary_entries_that_the_build_links():
+    """Issue 44 item 4: every word the first screen and the result boxes use for their checks is a glossary term (or
+    one of its other spellings), so that `page_links` links it on the intro and on every result page."""
+    from docutils.frontend import get_default_settings
+    from docutils.utils import new_document
+    from sphinx import addnodes
+
+    from glauber_mlm.book import page_links
+
+    terms = page_links.glossary_terms((Path(__file__).resolve().parents[1] / page_links.GLOSSARY).read_text())
+    words = ["rectangle statistic", "τ*", "L-lag", "DKW", "matched null", "core checks", "side check",
+             "false-pass risk", "false-fail risk", "false pass", "false fail"]
+    assert set(words) <= set(terms), set(words) - set(terms)
+    doc = new_document("intro", get_default_settings())
+    for text in ("every cell above τ* is fast", "the one core check passes; side checks beside",
+                 "the L-lag bound plus the DKW margin", "false pass / false fail (one-sided 95 % bound)"):
+        doc += nodes.paragraph(text, text)
+    page_links.link_glossary_terms(doc, terms)
+    linked = [r.astext() for r in doc.findall(addnodes.pending_xref)]
+    assert {"τ*", "L-lag", "DKW margin", "core check", "false pass", "false fail", "side checks"} <= set(linked), linked

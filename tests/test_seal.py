@@ -135,7 +135,7 @@ def test_the_dashboard_shows_sealed_pages_only_and_leaves_out_pages_without_a_no
     (published / "02_tampered" / "result.json").write_text(json.dumps({**RESULT, "verdict": "confirmed"}))
     rows = (write_verdicts(tmp_path, nbs)).read_text().splitlines()
     assert len(rows) == 4
-    assert "01 · good" in rows[2] and "| **inconclusive at this scale** |" in rows[2]
+    assert "01 · good" in rows[2] and "| **inconclusive** on minilm-mlm at `cpu` scale |" in rows[2]
     assert "02 · tampered" in rows[3] and "confirmed" not in rows[3]
     assert "not shown: 02_tampered/result.json was edited after it was published" in rows[3]
     assert "03_removed" not in (tmp_path / VERDICTS).read_text()

@@ -8,7 +8,8 @@ import pytest
 
 from glauber_mlm.pages.checks import COLUMNS, Calibration, Check, calibrate, smallest_decisive, table
 from glauber_mlm.pages.run import Run
-from glauber_mlm.pages.verdict import box_markdown, judge
+from glauber_mlm.pages.history import Provenance
+from glauber_mlm.pages.verdict import RULE, box_markdown, judge, scope
 
 # 40 of 40 planted truths pass, 0 of 40 planted nulls: both one-sided 95 % bounds are 1 − 0.05^(1/40) = 0.072
 STRONG, WEAK = Calibration.from_counts(40, 40, 0, 40, "planted"), Calibration(0.6, 0.3, 40, "planted")
@@ -136,11 +137,58 @@ def test_box_lists_claim_numbers_and_every_check_with_its_calibration():
     text = box_markdown("the claim", "cpu build", {"fraction": "0.9 [0.8, 1.0]"}, checks, judge(checks),
                         not_shown="beyond this model", paper="0.95 on BERT-base")
     assert "**The claim.** the claim\n\n**What the paper reports.** 0.95 on BERT-base\n\n**This build.**" in text
-    assert text.startswith("**Verdict: reproduced.** all 1 core checks pass decisively")
+    assert text.startswith("**Verdict: reproduced.** the one core check passes decisively")
     assert "| fraction | 0.9 [0.8, 1.0] |" in text
     assert "| fraction above one half | v | t | ≤ 0.07 (0 of 40) / ≤ 0.07 (0 of 40) | pass |" in text
     assert ("| a \\| pipe | v | t | not calibrated | inconclusive: not computable at this scale (beside the verdict) |"
             in text and "**What this build does not show.** beyond" in text)
+
+
+def test_the_box_says_what_its_verdict_is_about_and_whether_its_rules_came_before_the_run():
+    checks = [check(True, name="fraction above one half"), check(True, name="second")]
+    where = scope(["minilm-mlm", "minilm6-mlm"], "cpu")
+    assert where == "on minilm-mlm and minilm6-mlm at `cpu` scale"
+    before = box_markdown("c", "b", {}, checks, judge(checks), where=where, provenance=Provenance(()))
+    assert before.startswith("**Verdict: reproduced on minilm-mlm and minilm6-mlm at `cpu` scale.** all 2 core checks")
+    assert "| check, rules stated before the run | value |" in before and "Under the earlier rules" not in before
+    revised = box_markdown("c", "b", {}, checks, judge(checks), where=where, provenance=Provenance(
+        ("2026-12-02", "2026-12-03"), "inconclusive: size 1.00", "2026-12-02"))
+    assert "| check, rules revised after 2 outcomes (last 2026-12-03) | value |" in revised
+    assert "stated before the run" not in revised
+    assert ("**Under the earlier rules.** This page's rules were revised after 2 outcomes (last 2026-12-03); its "
+            "outcome before the last recorded revision: inconclusive: size 1.00 (recorded 2026-12-02, when the rules "
+            "were revised).") in revised
+    unrecorded = box_markdown("c", "b", {}, checks, judge(checks), provenance=Provenance(("2026-12-03",)))
+    assert "before the last recorded revision: not recorded in `notebooks/rules.json`." in unrecorded
+    open_ = [check(True, WEAK)]
+    assert box_markdown("c", "b", {}, open_, judge(open_), where=where).startswith(
+        "**Verdict: inconclusive on minilm-mlm and minilm6-mlm at `cpu` scale.**")
+    smoke = box_markdown("c", "b", {}, checks, judge(checks), smoke=True, where=where)
+    assert where not in smoke.splitlines()[0]            # a smoke run claims nothing, at any scope
+
+
+def test_the_intro_no_longer_states_the_old_point_estimate_rule():
+    """The rule in force (`RULE`: one-sided bounds on the error rates) is written under the first screen
+    (tests/test_first_screen.py); the intro's prose must not state the power ≥ 0.8 / size ≤ 0.1 rule it replaced."""
+    from pathlib import Path
+
+    intro = (Path(__file__).resolve().parents[1] / "book" / "intro.md").read_text()
+    assert "one-sided 95 % upper bound of its false-pass" in RULE
+    assert "≥ 0.8" not in intro and "≤ 0.1 on a planted null" not in intro
+    assert "bounds on its false-pass and false-fail rates" in intro
+
+
+def test_a_bound_just_above_its_limit_never_reads_as_the_limit():
+    from glauber_mlm.pages.checks import shown_bound, upper_bound
+
+    assert shown_bound(0.1014, 0.10) == "0.101" and shown_bound(0.0950, 0.10) == "0.10"
+    assert shown_bound(0.2034, 0.20) == "0.203" and shown_bound(0.54, 0.20) == "0.54"
+    above = Calibration.from_counts(169, 200, 0, 29, "30 nulls less one")       # 0 of 29: bound 0.0982
+    assert upper_bound(0, 29) < 0.10 and "≤ 0.10 (0 of 29)" in box_markdown(
+        "c", "b", {}, [check(True, above)], judge([check(True, above)]))
+    weak = Calibration.from_counts(169, 200, 0, 30, "planted")                  # 31 of 200 fail: bound 0.203
+    text = box_markdown("c", "b", {}, [check(False, weak)], judge([check(False, weak)]))
+    assert "/ ≤ 0.203 (31 of 200)" in text and "upper bound is 0.203 (31 of 200 truth replicates" in text
 
 
 def test_conclude_saves_result_json_and_checks_csv(tmp_path):

@@ -5,7 +5,9 @@ science, set at build time from the page and its result.json, so that none of it
   its verdict's tone (`first_screen.tone`): green `tip` only for reproduced / passes, red `danger` for not reproduced /
   fails, amber `warning` for inconclusive, grey-blue `note` for a smoke or dry run.
 - **Glossary terms linked where a page first uses them** (`link_glossary_terms`): the terms of book/glossary.md's
-  `{glossary}` block (`glossary_terms`), matched case-insensitively as whole words in the page's running text.
+  `{glossary}` block (`glossary_terms`, an entry's other spellings included: "τ*", "L-lag", "core checks"), matched
+  case-insensitively as whole words in the page's running text, its result box included; on the intro too, so that
+  the first screen's words link to the entries that explain them.
 - **Every "notebook NN" a link** (`link_notebooks`) to that notebook's page, when the build holds it.
 - **Figures numbered per page** (`number_figures_by_page`): "Figure 02.3" is notebook 02's third figure, so that the
   book's numbers never collide with the paper's ("paper Fig. 5") and a reader can tell which page a number is on.
@@ -29,6 +31,7 @@ from sphinx.transforms.post_transforms import SphinxPostTransform
 from .first_screen import tone
 
 NOTEBOOK_DOCS = "book/notebooks/"
+INTRO = "book/intro"
 GLOSSARY = Path("book") / "glossary.md"
 BOX_CLASS = {"positive": "tip", "negative": "danger", "open": "warning", "other": "note"}
 NOTEBOOK_MENTION = re.compile(r"\bnotebook (\d\d)\b")
@@ -158,15 +161,17 @@ def _costs(name: str, page: Path) -> dict[str, str]:
 def _doctree_read(app, doctree: nodes.document) -> None:
     docname = app.env.docname
     own = page_number(docname)
+    if own is None and docname != INTRO:
+        return
+    glossary = Path(app.srcdir) / GLOSSARY
+    if glossary.is_file():
+        link_glossary_terms(doctree, glossary_terms(glossary.read_text()))
     if own is None:
         return
     result = Path(app.srcdir) / docname / "result.json"
     if result.is_file():
         colour_result_box(doctree, json.loads(result.read_text())["verdict"])
         price_deciding_designs(doctree, _costs(Path(docname).name, result.parent))
-    glossary = Path(app.srcdir) / GLOSSARY
-    if glossary.is_file():
-        link_glossary_terms(doctree, glossary_terms(glossary.read_text()))
     pages = {page_number(d): d for d in app.env.found_docs if page_number(d)}
     link_notebooks(doctree, pages, own)
 

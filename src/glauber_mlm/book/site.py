@@ -5,6 +5,7 @@ import datetime as dt
 import json
 import os
 import platform
+import re
 import shutil
 import subprocess
 import sys
@@ -17,6 +18,7 @@ from .deciding_cost import with_cost
 from .errors import BookError
 from .page import write_sources
 from ..contract import read_provenance, read_result, read_rules
+from ..pages.verdict import scope
 from .parameters import NOTEBOOKS, REPO
 from .publish import check_published, problems
 
@@ -314,6 +316,16 @@ def shown_results(root: Path, notebooks_dir: Path = NOTEBOOKS) -> tuple[dict[str
     return shown, left_out
 
 
+def scope_of(build: str) -> str:
+    """What a page's verdict is about, from result.json's `build` ("`cpu` profile · model the embedded minilm-mlm,
+    minilm6-mlm · …" → "on minilm-mlm and minilm6-mlm at `cpu` scale", `pages.verdict.scope`); '' where it does not
+    say."""
+    found = re.match(r"`([^`]+)` profile.* · models? ([^·]+?)(?: ·|$)", build)
+    if not found:
+        return ""
+    return scope([m.removeprefix("the embedded ").strip() for m in found.group(2).split(", ")], found.group(1))
+
+
 def write_verdicts(root: Path, notebooks_dir: Path = NOTEBOOKS) -> Path:
     """Write `<root>/book/_generated/verdicts.md` (not tracked; rewritten before every build, included by the intro):
     one row per result page (`shown_results`), read from its result.json: its verdict, the check the verdict rests on
@@ -333,8 +345,10 @@ def write_verdicts(root: Path, notebooks_dir: Path = NOTEBOOKS) -> Path:
             lines.append("| " + " | ".join(_md_cell(c) for c in (link, f"not shown: {result}", "–", "–", "–")) + " |")
             continue
         scale = str(result.get("build", "–")).split(" · model")[0]  # the profile (and a dry run's scale), not the machine
-        verdict = f"**{result['verdict']}**" + (f" ({COMMITTED_NOTE})" if result.get("differs_from_git") else "")
-        cells = (link, verdict, _deciding_cell(result.get("deciding")),
+        where = scope_of(str(result.get("build", ""))) if result.get("checks_verdict") == result["verdict"] else ""
+        word = f"**{result['verdict'].removesuffix(' at this scale')}** {where}" if where else f"**{result['verdict']}**"
+        word += f" ({COMMITTED_NOTE})" if result.get("differs_from_git") else ""
+        cells = (link, word, _deciding_cell(result.get("deciding")),
                  result.get("paper") or ("(the book's own question)" if result.get("question") == "book" else "–"), scale)
         lines.append("| " + " | ".join(_md_cell(c) for c in cells) + " |")
     if len(lines) == 2:

@@ -1,6 +1,7 @@
 """Checks that could fail: a decision rule, its answer on this run, and its two error rates at this run's design.
 
-A check is a rule (a statistic and a threshold) stated before the run. Before it decides anything, the same
+A check is a rule (a statistic and a threshold) stated before the run (a rule revised after an outcome was seen says
+so in its page's box: `history.Provenance`). Before it decides anything, the same
 rule is run, at the page's own design (lengths, pairs, chains, steps), on replicate data from a planted truth,
 where the claim holds, and from a planted null, where it fails (`calibrate`). Each outcome is charged its own error:
 
@@ -37,6 +38,12 @@ COLUMNS = ["check", "statistic", "threshold", "value", "outcome", "power", "size
            "false_fail_upper", "decided_by", "decide_with"]
 DECIDED_BY = {PASS: f"pass: false-pass bound ≤ {FALSE_PASS_MAX:.2f}",
               FAIL: f"fail: false-fail bound ≤ {FALSE_FAIL_MAX:.2f}"}
+
+
+def shown_bound(bound: float, limit: float) -> str:
+    """An error bound to 2 decimals, or to 3 where 2 would round a bound above `limit` onto it (0.1014 against 0.10:
+    '0.101', never '0.10')."""
+    return f"{bound:.3f}" if round(bound, 2) <= limit < bound else f"{bound:.2f}"
 
 
 def upper_bound(errors: int, replicates: int, confidence: float = CONFIDENCE) -> float:
@@ -163,8 +170,8 @@ class Calibration:
         more = (f"{need} {planted} replicates would bound it at {limit:.2f}" if need else
                 f"at its observed rate ({k / n:.2f}) no number of replicates would bound it at {limit:.2f}: "
                 "the design must change")
-        return (f"rule says {says}, but the {error} rate's one-sided 95 % upper bound is {bound:.2f} ({k} of {n} "
-                f"{planted} replicates {event}); {more}")
+        return (f"rule says {says}, but the {error} rate's one-sided 95 % upper bound is {shown_bound(bound, limit)} "
+                f"({k} of {n} {planted} replicates {event}); {more}")
 
     def __str__(self) -> str:
         return (f"power {self.power:.2f} ({self.truth_passes} of {self.replicates}), size {self.size:.2f} "
@@ -190,7 +197,7 @@ def calibrate(rule: Callable[[object], bool | None], truth: Callable[[np.random.
 class Check:
     """One row of checks.csv: the rule stated before the run, its value here, and its calibration (None: not
     calibrated at this design, so it cannot decide)."""
-    check: str                    # the sentence, stated before the run
+    check: str                    # the sentence the rule tests
     statistic: str                # what is computed
     threshold: str                # the rule that turns it into pass / fail
     value: str                    # this run's statistic, formatted

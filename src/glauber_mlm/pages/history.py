@@ -10,6 +10,16 @@ The record holds, per notebook, one dated entry each time its checks (the cell c
     builds_committed   whether a build under this entry's rules was committed
     outcome_before     optional: the page's outcome under the earlier rules, as seen when the change was made
     outcome_after      optional: the page's outcome under the new rules, from the first build under them
+    display_only       optional, true: the change touched only how the page shows its checks (text, figures,
+                       where code lives); its rules, design and calibration are unchanged
+    revised_after_outcome  optional, true: the change was made after an outcome had been seen, even though no
+                       build under the earlier rules was committed
+
+An entry revises the page's rules after an outcome (`revised_after_outcome`) when it is not display-only and either
+the entry before it had a committed build or it says so itself. A page's rules are "stated before the run" only
+when no entry does; otherwise its result box and the intro's first screen say "revised after N outcomes (last
+DATE)" and show the latest outcome the record wrote down before a change of its rules, design or calibration
+(`Provenance`).
 
 The outcome fields are rendered only where an entry records them: an outcome that was not written down is shown
 as "not recorded", never reconstructed. The result box names only the rules in force and the date they were
@@ -17,6 +27,7 @@ fixed (`rules_in_force`); the whole history goes to the section the page shows a
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from .checks import rules_record
@@ -48,6 +59,59 @@ def rules_in_force(name: str, current_hash: str, record_path: str | Path | None 
             "under it had been seen: `notebooks/rules.json`, shown on the rules page.")
 
 
+def revised_after_outcome(entries: list[dict], i: int) -> bool:
+    """Whether entry `i` changed the rules, design or calibration after an outcome had been seen: it is not
+    display-only, and the entry before it had a committed build or it says it was made after an outcome."""
+    entry = entries[i]
+    if entry.get("display_only"):
+        return False
+    return bool(entry.get("revised_after_outcome")) or (i > 0 and bool(entries[i - 1].get("builds_committed")))
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """Where a page's rules in force come from: the dates of the entries that revised them after an outcome, and the
+    latest outcome the record wrote down before a change (None: not recorded) with its entry's date."""
+    revisions: tuple[str, ...]
+    previous_outcome: str | None = None
+    previous_date: str | None = None
+
+    @property
+    def stated_before_run(self) -> bool:
+        return not self.revisions
+
+    @property
+    def label(self) -> str:
+        """'stated before the run', or 'revised after 3 outcomes (last 2026-12-03)'."""
+        n = len(self.revisions)
+        if not n:
+            return "stated before the run"
+        return f"revised after {n} outcome{'s' if n > 1 else ''} ({'last ' if n > 1 else ''}{self.revisions[-1]})"
+
+    @property
+    def previous(self) -> str:
+        """The earlier rules' outcome as the record wrote it, dated, or 'not recorded'."""
+        if self.previous_outcome is None:
+            return "not recorded in `notebooks/rules.json`"
+        return f"{self.previous_outcome} (recorded {self.previous_date}, when the rules were revised)"
+
+
+def provenance(entries: list[dict]) -> Provenance:
+    """The `Provenance` of a page from its entries in the rules record, oldest first: the outcome before is the latest
+    one an entry that changed more than the display recorded."""
+    revisions = tuple(e["date"] for i, e in enumerate(entries) if revised_after_outcome(entries, i))
+    recorded = [e for e in entries if e.get("outcome_before") and not e.get("display_only")]
+    if not recorded:
+        return Provenance(revisions)
+    return Provenance(revisions, recorded[-1]["outcome_before"], recorded[-1]["date"])
+
+
+def page_provenance(name: str, record_path: str | Path | None = None) -> Provenance | None:
+    """The `Provenance` of notebook `name` (`provenance`); None when the record has no entry for it."""
+    entries = rules_record(name, record_path)
+    return provenance(entries) if entries else None
+
+
 def _outcomes(entry: dict) -> str:
     before, after = entry.get("outcome_before"), entry.get("outcome_after")
     if before is None and after is None:
@@ -63,17 +127,18 @@ def rules_history(name: str, record_path: str | Path | None = None) -> str:
     if not entries:
         raise ValueError(f"{name} has no entry in notebooks/rules.json: add one (date, change, hash, paper, "
                          "builds_committed) before the page shows its history.")
-    seen = sum(bool(e.get("builds_committed")) for e in entries[:-1])
+    seen = sum(revised_after_outcome(entries, i) for i in range(1, len(entries)))
     changes = len(entries) - 1
     lines = ["## How these rules came to be", "",
              f"This page's checks and its `paper` design changed {changes} times after its first entry in the rules "
-             f"record (`notebooks/rules.json`); {seen} of these changes were made after a build under the earlier "
-             "rules had been committed, that is after its outcome had been seen. The last entry holds the rules in "
-             "force. An outcome is shown only where the record wrote it down at the time.", "",
-             "| date | what changed | after a committed build | outcome before → after | rules hash |",
+             f"record (`notebooks/rules.json`); {seen} of these changed its rules, design or calibration after an "
+             "outcome had been seen (the others changed only how the page shows them, or came before any build). "
+             "The last entry holds the rules in force. An outcome is shown only where the record wrote it down at the time.", "",
+             "| date | what changed | after an outcome was seen | outcome before → after | rules hash |",
              "| --- | --- | --- | --- | --- |"]
     for i, e in enumerate(entries):
-        after_build = "–" if i == 0 else ("yes" if entries[i - 1].get("builds_committed") else "no")
+        after_build = "–" if i == 0 else ("yes" if revised_after_outcome(entries, i) else
+                                          "display only" if e.get("display_only") else "no")
         lines.append(f"| {e['date']} | {_cell(e['change'])} | {after_build} | {_cell(_outcomes(e))} | "
                      f"{_cell(e.get('hash') or '–')} |")
     return "\n".join(lines)

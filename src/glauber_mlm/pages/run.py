@@ -388,7 +388,8 @@ class Run:
         verdict = judge(checks, question)
         smoke, unknown = self.profile == SMOKE_PROFILE, self.unknown_models()
         text = box_markdown(claim, self.build(), key_numbers, checks, verdict, dry_run=self.dry_run, not_shown=not_shown,
-                            paper=paper, smoke=smoke, unknown=unknown)
+                            paper=paper, smoke=smoke, unknown=unknown, where=self.scope(),
+                            provenance=self.provenance_of_rules())
         text += "".join(f"\n\n**Warning:** {warning}" for warning in self.near_uniform)
         rules = self.rules_in_force()
         if rules:
@@ -420,6 +421,21 @@ class Run:
         """This page's notebook source in the repository, None outside it."""
         source = REPO / "notebooks" / f"{self.name}.py"
         return source if source.is_file() else None
+
+    def scope(self) -> str:
+        """What this run's verdict is about: 'on minilm-mlm at `cpu` scale' (`verdict.scope`)."""
+        from .verdict import scope
+
+        models = self.params.get("model", self.params.get("models"))
+        models = models if isinstance(models, (list, tuple)) else [models]
+        return scope([m or "minilm-mlm" for m in models], self.profile)
+
+    def provenance_of_rules(self):
+        """Whether this page's rules were stated before the run or revised after outcomes (`history.Provenance`);
+        None outside the repository or for a page with no entry in the rules record."""
+        from .history import page_provenance
+
+        return page_provenance(self.name) if self._source() else None
 
     def rules_in_force(self) -> str:
         """For the result box: since when this page's rules hold (`history.rules_in_force`); "" outside the repository."""

@@ -24,6 +24,11 @@ Nor is a smoke run (the tests' profile): its word is "smoke test, not a result".
 does not know (not an embedded model, nor one its profiles name) says so in its box, and its word counts its
 checks ("checks on MODEL: N pass, M fail") instead of claiming the paper's result for a model nobody trained.
 
+A verdict word is about the model(s) and profile the page ran: the box says so ("reproduced on minilm-mlm at `cpu`
+scale", `scope`). Its check table says whether the page's rules were stated before the run or revised after
+outcomes had been seen (`history.Provenance`), and a revised page shows its outcome under the earlier rules, as the
+rules record wrote it down, beside the current one.
+
 `Run.conclude` (in `run.py`) glues the box into the page (myst-nb `glue`, shown at the top of the page by a
 `{glue:md}` directive) and saves it as result.json, and the checks as checks.csv, beside the tables.
 """
@@ -32,7 +37,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from .checks import FAIL, FALSE_FAIL_MAX, FALSE_PASS_MAX, INCONCLUSIVE, PASS, Check
+from .checks import FAIL, FALSE_FAIL_MAX, FALSE_PASS_MAX, INCONCLUSIVE, PASS, Check, shown_bound
+from .history import Provenance
 
 WORDS = {"paper": ("reproduced", "not reproduced", "inconclusive at this scale"),
          "book": ("passes", "fails", "inconclusive at this scale")}
@@ -86,7 +92,8 @@ def judge(checks: list[Check], question: str = "paper") -> Verdict:
     elif fails:
         word, reason, deciding = no, f"a core check fails decisively: {fails[0].check}", fails[0]
     elif passed == len(core):
-        word, reason, deciding = yes, f"all {len(core)} core checks pass decisively", core[0]
+        every = "the one core check passes" if len(core) == 1 else f"all {len(core)} core checks pass"
+        word, reason, deciding = yes, f"{every} decisively", core[0]
     else:
         open_ = [c for c in core if c.outcome != PASS]
         more = f" (and {len(open_) - 1} more)" if len(open_) > 1 else ""
@@ -106,8 +113,10 @@ def _bounds(check: Check) -> str:
     if c is None:
         return "not calibrated"
     fails = None if c.truth_passes is None else c.replicates - c.truth_passes
-    rates = ((c.false_pass_upper, c.null_passes, c.null_replicates), (c.false_fail_upper, fails, c.replicates))
-    return " / ".join("unknown" if k is None else f"≤ {bound:.2f} ({k} of {n})" for bound, k, n in rates)
+    rates = ((c.false_pass_upper, c.null_passes, c.null_replicates, FALSE_PASS_MAX),
+             (c.false_fail_upper, fails, c.replicates, FALSE_FAIL_MAX))
+    return " / ".join("unknown" if k is None else f"≤ {shown_bound(bound, limit)} ({k} of {n})"
+                      for bound, k, n, limit in rates)
 
 
 def _outcome(check: Check) -> str:
@@ -153,9 +162,16 @@ def shown_word(verdict: Verdict, dry_run: str | None = None, smoke: bool = False
     return verdict.word
 
 
-def _headline(verdict: Verdict, dry_run: str | None, smoke: bool, unknown: tuple[str, ...]) -> str:
-    """The box's first line: the verdict and its reason, or what the page is in place of one (`shown_word`); a page
-    run on models this book does not know says so."""
+def scope(models: list[str], profile: str) -> str:
+    """What a verdict word is about: 'on minilm-mlm and minilm6-mlm at `cpu` scale'."""
+    names = [str(m) for m in models]
+    joined = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+    return f"on {joined} at `{profile}` scale"
+
+
+def _headline(verdict: Verdict, dry_run: str | None, smoke: bool, unknown: tuple[str, ...], where: str = "") -> str:
+    """The box's first line: the verdict, its scope (`where`, `scope`) and its reason, or what the page is in place of
+    one (`shown_word`); a page run on models this book does not know says so."""
     word = shown_word(verdict, dry_run, smoke, unknown)
     if smoke:
         line = (f"**Verdict: {word}** (the smoke profile only tests the code path; its checks: {verdict.word}, "
@@ -164,7 +180,8 @@ def _headline(verdict: Verdict, dry_run: str | None, smoke: bool, unknown: tuple
         line = (f"**Verdict: {word}, not a result** (budgets scaled down; at this scale: {verdict.word}, "
                 f"{verdict.summary}).")
     else:
-        line = f"**Verdict: {word}.** {verdict.reason}."
+        scoped = f"{word.removesuffix(' at this scale')} {where}" if where and not unknown else word
+        line = f"**Verdict: {scoped}.** {verdict.reason}."
     if unknown:
         one = len(unknown) == 1
         line += (f" Run on {', '.join(unknown)}, {'a model' if one else 'models'} this book does not know: the checks "
@@ -174,20 +191,27 @@ def _headline(verdict: Verdict, dry_run: str | None, smoke: bool, unknown: tuple
 
 def box_markdown(claim: str, build: str, numbers: dict[str, str], checks: list[Check], verdict: Verdict,
                  dry_run: str | None = None, not_shown: str = "", paper: str = "", smoke: bool = False,
-                 unknown: tuple[str, ...] = ()) -> str:
-    """The box as MyST Markdown: verdict line and reason, claim, what the paper reports, build, key numbers, the
-    checks with their error bounds, what would decide each inconclusive core check, and what this build does not
-    show. `smoke` (a smoke-profile run) or `dry_run` ("dry run at scale S") replaces the verdict line, and `unknown`
-    (the models this book does not know that the page ran on) its word (`_headline`)."""
-    headline = _headline(verdict, dry_run, smoke, unknown)
-    lines = [headline, "",
-             f"**The claim.** {claim}", ""]
+                 unknown: tuple[str, ...] = (), where: str = "", provenance: Provenance | None = None) -> str:
+    """The box as MyST Markdown: verdict line with its scope (`where`) and reason, the earlier rules' outcome where
+    the rules were revised after an outcome (`provenance`), claim, what the paper reports, build, key numbers, the
+    checks with their error bounds under a header that says whether their rules were stated before the run, what
+    would decide each inconclusive core check, and what this build does not show (the book links its glossary
+    terms: `book.page_links`). `smoke` (a smoke-profile run) or
+    `dry_run` ("dry run at scale S") replaces the verdict line, and `unknown` (the models this book does not know
+    that the page ran on) its word (`_headline`)."""
+    headline = _headline(verdict, dry_run, smoke, unknown, where)
+    lines = [headline, ""]
+    if provenance is not None and not provenance.stated_before_run:
+        lines += [f"**Under the earlier rules.** This page's rules were {provenance.label}; its outcome before the "
+                  f"last recorded revision: {provenance.previous}.", ""]
+    lines += [f"**The claim.** {claim}", ""]
     if paper:
         lines += [f"**What the paper reports.** {paper}", ""]
     lines += [f"**This build.** {build}", "",
              "| this run | value |", "| --- | --- |"]
     lines += [f"| {_cell(k)} | {_cell(v)} |" for k, v in numbers.items()]
-    lines += ["", "| check, stated before the run | value | rule | false pass / false fail (one-sided 95 % bound) "
+    stated = f"check, rules {provenance.label}" if provenance is not None else "check"
+    lines += ["", f"| {stated} | value | rule | false pass / false fail (one-sided 95 % bound) "
               "| outcome |", "| --- | --- | --- | --- | --- |"]
     lines += [f"| {_cell(c.check)} | {_cell(c.value)} | {_cell(c.threshold)} | {_bounds(c)} | {_cell(_outcome(c))} |"
               for c in checks]

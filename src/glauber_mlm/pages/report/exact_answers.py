@@ -9,6 +9,13 @@ from IPython.display import Markdown
 
 from ...stats import law_exponent, law_function
 from ..plots import legend_outside, log_axis_at, panels
+from . import glue_text  # noqa: F401  (the page glues its design's values for its prose: report.glue_text)
+
+
+def listed(values: Sequence[float]) -> Markdown:
+    """Values for the prose's {glue:md} roles: '4', '2 and 4', '1, 2 and 4'."""
+    words = [f"{v:g}" for v in values]
+    return Markdown(words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1])
 
 
 def t_mix_growth(answers: pd.DataFrame, growth: pd.DataFrame, taus: Sequence[float], sizes: Sequence[int]):

@@ -19,6 +19,8 @@ from glauber_mlm.exact import calibration
 from glauber_mlm.pages.plots import interval_errorbar, legend_outside, log_axis_at, panels, show_table
 from glauber_mlm.stats import bootstrap_ci, censored_median_ci, fit_scaling_ci, proportion_ci, tv_null_test
 
+from . import glue_text  # noqa: F401  (the page glues its design's values for its prose: report.glue_text)
+
 LAW_COLUMNS = {"tv": "TV to π", "null_low": "null 95% low", "null_median": "null median", "null_high": "null 95% high",
                "p_value": "p", "effective_samples": "effective size", "iid_floor": "iid floor",
                "tv_to_wrong_law": "TV to the law at 1.25 τ", "p_value_wrong_law": "p (law at 1.25 τ)"}

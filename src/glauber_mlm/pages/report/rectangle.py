@@ -8,6 +8,7 @@ import pandas as pd
 from IPython.display import Markdown
 
 from ..plots import interval_errorbar, legend_outside, panels, show_table, temperature_axis
+from . import glue_text  # noqa: F401  (the page glues its design's values for its prose: report.glue_text)
 
 READABLE = {"logit_std": "logit sd", "compatible_max_abs_rho": "compatible model: largest |ρ|",
             "compatible_rectangles": "compatible rectangles", "fraction_certified": "certified", "ci_low": "95% low",

@@ -8,18 +8,10 @@ import pandas as pd
 from IPython.display import Markdown
 
 from ..plots import legend_outside, panels, show_table
+from . import glue_text
 
 
-def glue_text(**values) -> None:
-    """Glue each value for the prose: the page's design (sizes, lags, temperatures) for its {glue:text} roles, and
-    its findings (Markdown) for its {glue:md} roles and blocks."""
-    from myst_nb import glue
-
-    for key, value in values.items():
-        glue(key, value, display=False)
-
-
-def glue_design(run, p_level: float) -> None:
+def glue_design(run, p_level: float, tv_floor: float) -> None:
     """Glue the design's values (checked in the page's first cell) for the prose's {glue:text} roles: the page names
     values, not variables. `d_…`: sections 1 to 3; `t_…`: section 4 (its ladder is glued with the run)."""
     p = run.params
@@ -29,7 +21,8 @@ def glue_design(run, p_level: float) -> None:
               d_lag=int(p["lag"]), d_budget=int(p["budget"]), d_ensembles=int(p["ensembles"]), d_rungs=int(p["rungs"]),
               d_hot=f"{float(p['hot']):g}", d_steps_per_round=int(p["steps_per_round"]),
               d_well_n=int(p["well_length"]), d_well_J=f"{float(p['well_coupling']):g}", d_rounds=int(p["rounds"]),
-              d_replicates=int(p["replicates"]), d_p_level=f"{p_level:g}", t_ensembles=int(p["temper_ensembles"]),
+              d_replicates=int(p["replicates"]), d_p_level=f"{p_level:g}", d_tv_floor=float(tv_floor),
+              t_ensembles=int(p["temper_ensembles"]),
               t_length=int(p["temper_length"]), t_rungs=int(p["temper_rungs"]), t_rounds=int(p["temper_rounds"]),
               t_steps_per_round=int(p["temper_steps_per_round"]), t_cold=f"{float(p['temper_cold']):g}",
               t_chunk=int(p["temper_rungs"]) * int(p["temper_steps_per_round"]),
