@@ -5,7 +5,8 @@ maximal coupling of the two conditionals: `kernels.coupled_step`) until they mee
 they stay equal after (a met pair's two conditionals coincide, so the coupling draws one token for both), and X alone
 runs on to step m. Then
 
-    H_{k:m} = (1/(m−k+1)) Σ_{t=k}^{m} h(X_t) + Σ_{t=k+L}^{τ−1} min(1, ⌈(t−k)/L⌉/(m−k+1)) (h(X_t) − h(Y_{t−L}))
+    H_{k:m} = (1/(m−k+1)) Σ_{t=k}^{m} h(X_t) + Σ_{t=k+L}^{τ−1} v_t (h(X_t) − h(Y_{t−L})),
+    v_t = (⌊(t−k)/L⌋ − ⌈max(L, t−m)/L⌉ + 1) / (m−k+1)
 
 has E[H_{k:m}] = π(h) exactly, for every k ≤ m (the first sum is the burnt-in time average, the second telescopes
 its bias away). Replicates are independent, so their mean with a t-interval (`UnbiasedEstimate.interval`) is an
@@ -33,9 +34,10 @@ from ..exact.calibration import state_index
 from ..validate import as_temperatures, check_dtype, check_int, check_real
 from .coupling import check_pairs
 from .kernels import CoupledState, GlauberState, coupled_step, glauber_step
-from .lag_coupling import LAG_STREAM, derived_seeds
+from .lag_coupling import LAG_STREAM, derived_seeds, exact_meeting_tail
 from .metropolis import pseudo_log_likelihood
 from .sampling import chain_seeds, check_scan
+from ..exact.scan_order import laws_over_time
 
 SOLO_STREAM = 25  # X after meeting; beside lag_coupling's 21 and tempering's 22–24
 
@@ -85,8 +87,13 @@ def t_interval(values: np.ndarray, level: float = 0.95) -> tuple[np.ndarray, np.
 
 
 def lag_weights(t: np.ndarray, k: int, lag: int, m: int) -> np.ndarray:
-    """min(1, ⌈(t − k)/L⌉ / (m − k + 1)): the weight of the term at step t of the bias correction."""
-    return np.minimum(1.0, -((-(np.asarray(t) - k)) // lag) / (m - k + 1))
+    """v_t = (⌊(t−k)/L⌋ − ⌈max(L, t−m)/L⌉ + 1)/(m−k+1): the share of the lag-L estimators H_ℓ = h(X_ℓ) +
+    Σ_{j≥1} (h(X_{ℓ+jL}) − h(Y_{ℓ+(j−1)L})), ℓ = k … m, whose sum holds the term at step t (those with ℓ ≡ t mod L,
+    ℓ ≤ t − L). At L = 1 it is min(1, (t−k)/(m−k+1)); for L > 1 it is not min(1, ⌈(t−k)/L⌉/(m−k+1)), which would
+    count every ℓ ≤ t − L rather than one in L (pierrejacob/unbiasedmcmc R/H_bar.R at 2fc5c5b has that one: biased for L > 1, test_unbiased shows by how much)."""
+    t = np.asarray(t, dtype=np.int64)
+    count = (t - k) // lag + (-(np.maximum(lag, t - m)) // lag) + 1  # ⌈a/L⌉ = −⌊−a/L⌋
+    return np.maximum(count, 0) / (m - k + 1)
 
 
 def in_states(indices, q: int) -> StateFunction:
@@ -120,7 +127,7 @@ def pll_energy(model: ConditionalModel, dtype: torch.dtype | None = None) -> Sta
 def _evaluate(h: StateFunction, states: torch.Tensor, width: int | None) -> np.ndarray:
     """h on a batch of states as float64 (B, d), checked: one finite row per state, `width` columns if known."""
     out = np.asarray(torch.as_tensor(h(states)).detach().cpu(), dtype=float)
-    out = out.reshape(states.shape[0], -1) if out.ndim <= 1 else out
+    out = out[:, None] if out.ndim == 1 else out
     if out.ndim != 2 or out.shape[0] != states.shape[0] or (width is not None and out.shape[1] != width):
         raise ValueError(f"h must map (B, n) states to (B,) or (B, d) values, got shape {out.shape} for "
                          f"{states.shape[0]} states.")
@@ -204,3 +211,15 @@ def unbiased(model: ConditionalModel, x0: torch.Tensor, y0: torch.Tensor, h: Sta
     return UnbiasedEstimate(squeeze(estimates), squeeze(average), squeeze(correction), tau_np, met_np, cost, k, m,
                             lag, budget)
 
+
+
+def exact_meeting_law(model, init_law, lag: int, temperature: float = 1.0, scan: str = "random",
+                      tol: float = 1e-12) -> np.ndarray:
+    """P(τ = t), t = 0, 1, …, of `unbiased`'s meeting time on a small chain, from X_0, Y_0 i.i.d. ~ `init_law`:
+    (X_L, Y_0) ~ (π_0 P^L) ⊗ π_0, then the absorbing coupled pair chain enumerated (`exact_meeting_tail`), so
+    P(τ = L + s) = P(T > s − 1) − P(T > s), P(τ = L) = P(X_L = Y_0). Zero below L; the mass left past the end is < tol."""
+    lag = check_int("lag", lag, 1)
+    init = np.asarray(init_law, dtype=float)
+    laws = laws_over_time(model, init, lag + 1, temperature, scan)
+    tail = exact_meeting_tail(model, np.outer(laws[lag], init), temperature, scan, tol)
+    return np.concatenate([np.zeros(lag), [1.0 - tail[0]], -np.diff(tail)])
