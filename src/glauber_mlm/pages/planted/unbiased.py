@@ -106,3 +106,16 @@ def exact_lab(model, h_values: np.ndarray, temperature: float = 1.0, groups: int
     result = unbiased(model, x0, y0, lambda x: table[(x.cpu() * index).sum(-1)], k, 10 * k, lag, temperature,
                       seed=seed * R)
     return ExactLab(result, float(pi @ h_values), asymptotic_variance(P, h_values, pi), pmf, groups, per_group, level)
+
+
+def summary(lab: ExactLab) -> dict[str, float]:
+    """One row of the lab: design, exact answers, coverage with its binomial range, meeting-law fit, inefficiency."""
+    r = lab.result
+    mean, low, high = r.interval(lab.level)
+    c_low, c_high = lab.coverage_range()
+    return dict(lag=r.lag, k=r.k, m=r.m, replicates=r.met.size, truth=lab.truth, estimate=float(mean),
+                low=float(low), high=float(high), covered=lab.covered(), intervals=lab.groups,
+                per_interval=lab.per_group, covered_low=c_low, covered_high=c_high,
+                mean_meeting=float(r.meeting_times.mean()), mean_cost=float(r.cost.mean()),
+                inefficiency=float(r.inefficiency), sigma2=lab.sigma2,
+                ratio=float(r.inefficiency / lab.sigma2), **lab.meeting_fit())
