@@ -83,6 +83,18 @@ def test_a_pair_that_starts_met_gives_the_burnt_in_average_of_one_chain():
     assert np.array_equal(est.estimates, est.time_average + est.correction)
 
 
+def test_the_budget_censors_only_the_pairs_still_apart():
+    model = potts()
+    x0, y0 = uniform_pairs(200, 4, 2)
+    full = unbiased(model, x0, y0, in_states([0], 2), k=5, m=80, lag=4, seed=9)
+    cap = 12
+    with pytest.warns(UserWarning, match="had not met within the budget of 12"):
+        cut = unbiased(model, x0, y0, in_states([0], 2), k=5, m=80, lag=4, seed=9, budget=cap)
+    inside = full.meeting_times <= 4 + cap
+    assert 0 < inside.sum() < 200 and np.array_equal(cut.met, inside)
+    assert np.array_equal(cut.estimates[inside], full.estimates[inside]) and np.isnan(cut.estimates[~inside]).all()
+
+
 def test_the_signed_measure_estimates_the_joint_law():
     model = potts()
     _, pi = model.joint(1.0)

@@ -67,7 +67,7 @@ class ExactLab:
 
 
 def covered(values: np.ndarray, groups: int, truth: float, level: float = 0.95) -> int:
-    """Of `groups` t-intervals, each from consecutive equal blocks of the i.i.d. `values`, those that contain `truth`."""
+    """Of `groups` t-intervals (one per consecutive equal block of the i.i.d. `values`), those holding `truth`."""
     blocks = np.asarray(values, dtype=float).reshape(groups, -1)
     return int(sum(low <= truth <= high for _, low, high in (t_interval(b, level) for b in blocks)))
 
