@@ -21,7 +21,7 @@ from scipy.sparse.linalg import eigs, splu
 
 from .scan_order import _size, all_states, tv
 
-__all__ = ["Incompatibility", "SpectralGap", "conditional_table", "distance_curve", "dobrushin_bound", "dobrushin_matrix",
+__all__ = ["Incompatibility", "SpectralGap", "asymptotic_variance", "conditional_table", "distance_curve", "dobrushin_bound", "dobrushin_matrix",
            "greedy_basin", "incompatibility", "kernel", "logit_table", "mean_escape_time", "mixing_time", "pll_target_tv",
            "rectangle_ratios", "spectral_gap", "stationary", "total_influence"]
 
@@ -88,6 +88,24 @@ def stationary(P) -> np.ndarray:
         pi = np.linalg.solve(A, b)
     pi = np.clip(pi, 0.0, None)
     return pi / pi.sum()
+
+
+def asymptotic_variance(P, h, pi=None) -> float:
+    """σ²(h) = lim_T T·Var((1/T) Σ_t h(X_t)) of the stationary chain: 2 π(h̄ · Z h̄) − π(h̄²), h̄ = h − π(h), with
+    Z = (I − P + 1π)^{−1} the fundamental matrix (Z h̄ = Σ_{t≥0} P^t h̄; any ergodic P, reversible or not).
+
+    `h`: one value per state (S,); `pi` None: `stationary(P)`."""
+    P = _check_kernel(P)
+    S = P.shape[0]
+    h = np.asarray(h, dtype=float)
+    if h.shape != (S,) or not np.isfinite(h).all():
+        raise ValueError(f"h must hold one finite value per state ({S}), got shape {h.shape}: e.g. a basin's "
+                         "indicator as floats.")
+    pi = stationary(P) if pi is None else np.asarray(pi, dtype=float)
+    hbar = h - pi @ h
+    A = _dense(P)
+    g = np.linalg.solve(np.eye(S) - A + np.outer(np.ones(S), pi), hbar)
+    return float(2 * pi @ (hbar * g) - pi @ hbar**2)
 
 
 @dataclass(frozen=True)

@@ -179,6 +179,39 @@ def _coupled_moves(model, site: int, temperature: float) -> tuple[np.ndarray, np
     return target.reshape(S * S, q * q), prob.reshape(S * S, q * q)
 
 
+def exact_meeting_tail(model, pair_law, temperature: float = 1.0, scan: str = "random", tol: float = 1e-10,
+                       max_steps: int = 100_000, min_steps: int = 0) -> np.ndarray:
+    """P(T > s), s = 0, 1, …, of the coupled steps T to meet from (X, Y) ~ `pair_law` (S × S: X's state, Y's), for
+    the coupled chain of `coupling_times` (same site, maximal coupling) enumerated on all pairs of states; run until
+    the unmet mass is below `tol` (and for at least `min_steps` steps). Systematic scan starts at site 0."""
+    check_scan(scan)
+    n, q = getattr(model, "n", None) or int(model.max_length), int(model.vocab_size)
+    S = all_states(n, q).shape[0]  # refuses a chain too large to enumerate
+    mass = np.asarray(pair_law, dtype=float).ravel().copy()
+    if mass.shape != (S * S,) or (mass < 0).any() or not np.isclose(mass.sum(), 1.0):
+        raise ValueError(f"pair_law must be a law over pairs of the {S} states, shape ({S}, {S}), got "
+                         f"{np.shape(pair_law)}: e.g. np.outer(law_x, law_y).")
+    moves = [_coupled_moves(model, i, temperature) for i in range(n)]
+    diagonal = np.arange(S) * (S + 1)
+    mass[diagonal] = 0.0
+    tail = [mass.sum()]
+    for s in range(max_steps):
+        if tail[-1] < tol and len(tail) > min_steps:
+            break
+        sites = range(n) if scan == "random" else [s % n]
+        new = np.zeros_like(mass)
+        for i in sites:
+            target, prob = moves[i]
+            new += np.bincount(target.ravel(), weights=(mass[:, None] * prob).ravel(), minlength=S * S)
+        mass = new / len(sites)
+        mass[diagonal] = 0.0
+        tail.append(mass.sum())
+    else:
+        raise ValueError(f"the coupled pairs had {tail[-1]:.2g} unmet mass after {max_steps} steps: this model mixes "
+                         "too slowly to enumerate the meeting law; raise max_steps or the temperature.")
+    return np.array(tail)
+
+
 def exact_lag_bound(model, init_law, lag: int, steps: int, temperature: float = 1.0, scan: str = "random",
                     tol: float = 1e-10, max_steps: int = 100_000) -> dict[str, np.ndarray]:
     """The exact E[max(0, ⌈(τ_L − L − t)/L⌉)] and the exact d_TV(π_t, π), t = 0 … steps − 1, for a small model.
@@ -190,8 +223,7 @@ def exact_lag_bound(model, init_law, lag: int, steps: int, temperature: float = 
     Returns t, bound, tv and the tail P(T > s)."""
     check_scan(scan)
     lag, steps = check_int("lag", lag, 1), check_int("steps", steps, 1)
-    n, q = getattr(model, "n", None) or int(model.max_length), int(model.vocab_size)
-    S = all_states(n, q).shape[0]
+    n = getattr(model, "n", None) or int(model.max_length)
     if scan == "systematic" and lag % n:
         raise ValueError(f"systematic scan needs lag a multiple of n = {n}, got {lag}.")
     init = np.asarray(init_law, dtype=float)
@@ -205,25 +237,6 @@ def exact_lag_bound(model, init_law, lag: int, steps: int, temperature: float = 
         for i in range(n - 1):
             phases.append(phases[-1] @ site_kernel(model, i, temperature))
     tv = np.array([0.5 * np.abs(laws[t] - phases[t % n]).sum() for t in range(steps)])
-    moves = [_coupled_moves(model, i, temperature) for i in range(n)]
-    mass = np.outer(laws[lag], init).ravel()
-    diagonal = np.arange(S) * (S + 1)
-    mass[diagonal] = 0.0
-    tail = [mass.sum()]
-    for s in range(max_steps):
-        if tail[-1] < tol and len(tail) > steps:
-            break
-        sites = range(n) if scan == "random" else [s % n]
-        new = np.zeros_like(mass)
-        for i in sites:
-            target, prob = moves[i]
-            new += np.bincount(target.ravel(), weights=(mass[:, None] * prob).ravel(), minlength=S * S)
-        mass = new / len(sites)
-        mass[diagonal] = 0.0
-        tail.append(mass.sum())
-    else:
-        raise ValueError(f"the coupled pairs had {tail[-1]:.2g} unmet mass after {max_steps} steps: this model mixes "
-                         "too slowly to enumerate the bound; raise max_steps or the temperature.")
-    tail = np.array(tail)
+    tail = exact_meeting_tail(model, np.outer(laws[lag], init), temperature, scan, tol, max_steps, steps)
     bound = np.array([tail[t::lag].sum() for t in range(steps)])
     return dict(t=np.arange(steps), bound=bound, tv=tv, tail=tail)
