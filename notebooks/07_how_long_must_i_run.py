@@ -173,7 +173,8 @@ def planned_work(p: dict) -> list[Work]:
     """07_how_long_must_i_run (T temperatures, P pairs, lag L, budget B): per length n, L-lag runs on all T · P pairs
     (T · P · L lag rows, ≤ 2 · T · P · B coupled); exact: Ising L-lag runs and their calibration, replica exchange
     and plain MH with rule (iii)'s calibration; on the MLM, the trap radius's neighbours, replica exchange with the
-    PLL energy against plain MH at equal rows, and the embedder. Upper bounds: pairs that meet leave the batch."""
+    PLL energy against plain MH at equal rows, the unbiased estimate against a plain run at equal rows, and the
+    embedder. Upper bounds: pairs that meet leave the batch."""
     m, T, P, L, B = p["model"], len(p["temperatures"]), p["pairs"], p["lag"], p["budget"]
     # MLM L-lag pairs at τ ≥ 2 meet after about 2 n ln n coupled steps, a batch's slowest 8 (cpu build: 1.3–3.2; 5.4–7.2)
     typical, slowest = 2.0, 8.0
@@ -205,6 +206,11 @@ def planned_work(p: dict) -> list[Work]:
     work.append(Work("MLM tempering: replica exchange (PLL energy) and plain MH at the same rows", m, n, tempered + plain,
                      p["temper_rounds"] * (1 + p["temper_steps_per_round"]) + plain_steps, upper=True))
     sentences = E * ((steps + plain_steps) // p["temper_record_every"] + 2) + p["calibration_passages"] * (1 + p["neighbours"])
+    # section 5: m = 5k with k ≤ a pilot meeting time ≤ L + B, so each unbiased run lasts ≤ `horizon` steps; the plain
+    # run spends the same rows
+    horizon = 6 * (L + B)
+    work.append(Work("unbiased estimate (L-lag runs to m) and the plain run at the same rows", m, max(p["lengths"]),
+                     2 * P * (L + 2 * horizon), 2 * (L + horizon), upper=True))
     work.append(Work("sentences embedded (cold chains' records, radius calibration)", p["embedder"], n, sentences,
                      math.ceil(sentences / EMBED_BATCH), "float32", kind="embedder", upper=True))
     return work

@@ -444,6 +444,13 @@ def test_07_lag_runs_and_exact_models_against_the_plan(mlm, texts):
     plain = gm.metropolis(wells, start, p["rungs"] * p["rounds"] * p["steps_per_round"], 1.0, seed=p["seed"],
                           energy="joint", record_every=p["steps_per_round"])
     assert temp.forward_rows + plain.forward_rows <= line(works, "replica exchange").rows
+    # section 5: the unbiased estimate and its plain run at the same rows, at the longest length and highest τ
+    from glauber_mlm.pages.report.unbiased_estimate import continuation_share, unbiased_against_plain
+
+    x_u, y_u, _ = passage_pairs(mlm, texts, n, P, seed=stream(p["seed"], "pairs", n, 1))
+    table = unbiased_against_plain(mlm, x_u, y_u, continuation_share(mlm), taus[-1], p["lag"],
+                                   res.meeting_times[(T - 1) * P:], p["budget"], seed=0)
+    assert 0 < table.forward_rows.sum() <= line(works, "unbiased estimate").rows
 
 
 # ---- the plan reads each notebook's own counting rule (issue 27, item 4) -----------------------------------------
