@@ -12,7 +12,7 @@ from __future__ import annotations
 import torch
 
 from ..exact.restricted import digits
-from ..validate import check_int
+from ..validate import as_temperatures, check_int
 from .denoiser import MASK, Denoiser
 
 MAX_PARTIAL_STATES = 20_000  # (k+1)^n: 3^9, 4^7, 5^6 fit
@@ -45,8 +45,10 @@ class PartialTable:
         return self.table[partial_index(torch.as_tensor(partial), self.k)]
 
     def log_probs(self, temperature: float = 1.0) -> torch.Tensor:
-        """log p_i^τ(v | z) = log_softmax(ℓ_i(· | z)/τ) at every partial state, ((k+1)^n, n, k)."""
-        return torch.log_softmax(self.table / temperature, -1)
+        """log p_i^τ(v | z) = log_softmax(ℓ_i(· | z)/τ) at every partial state, ((k+1)^n, n, k); τ read as the
+        samplers read it (`as_temperatures`, float32), so the twin and the Monte Carlo sampler share one τ."""
+        tau = float(as_temperatures(temperature, 1, torch.device("cpu"))[0])
+        return torch.log_softmax(self.table / tau, -1)
 
 
 def partial_table(denoiser: Denoiser, n: int, k: int, rows_per_call: int = 256) -> PartialTable:
