@@ -105,7 +105,7 @@ def plan_law(partial: PartialTable, plan: list[Step], temperature: float = 1.0) 
     for step in plan:
         if step not in cache:
             cache[step] = step_kernel(partial, step, temperature)
-        law = law @ cache[step]
+        law = np.einsum("s,st->t", law, cache[step])  # a plain loop: BLAS threads cost more than this product
     full = law[_full_index(partial)]
     if abs(full.sum() - 1) > 1e-9:
         raise ValueError(f"the plan leaves mass {1 - full.sum():.3g} on partial states: its last step must unmask "
