@@ -67,10 +67,10 @@ def snapshot(world: Path) -> dict[str, bytes]:
 
 
 def test_new_exact_page_is_read_by_the_runner_and_entered_in_every_register(world, capsys):
-    assert new(world, "09_probe", "--exact-only") == 0
+    assert new(world, "10_probe", "--exact-only") == 0
     out = capsys.readouterr().out
-    src, test = world / "notebooks" / "09_probe.py", world / "tests" / "test_nb_probe.py"
-    assert src.is_file() and test.is_file() and "notebooks/09_probe.py" in out
+    src, test = world / "notebooks" / "10_probe.py", world / "tests" / "test_nb_probe.py"
+    assert src.is_file() and test.is_file() and "notebooks/10_probe.py" in out
     assert len(src.read_text().splitlines()) <= 150
     # the runner reads its parameters and profiles without running it; it has no model parameter
     assert declared_parameters(src) == ["profile", "dtype", "scale", "output_dir"]
@@ -78,19 +78,19 @@ def test_new_exact_page_is_read_by_the_runner_and_entered_in_every_register(worl
     assert set(accepted_parameters(src)) == {"profile", "dtype", "scale", "output_dir", "seed", "coupling", "sites",
                                               "temperature", "chains", "steps", "replicates"}
     assert declared_budgets(src)["replicates"] >= 30 and all(p["replicates"] >= 30 for p in declared_profiles(src).values())
-    assert plan.plan(["09_probe"], "smoke", notebooks_dir=world / "notebooks")["09_probe"][0].kind == "exact"
+    assert plan.plan(["10_probe"], "smoke", notebooks_dir=world / "notebooks")["10_probe"][0].kind == "exact"
     assert "run.conclude(" in rules_source(src.read_text()) and src.read_text().rstrip().endswith("run.finish()")
     test_pages.test_every_result_page_opens_with_its_result_box_and_captions_every_figure(src)  # the book's, on it
     compile(test.read_text(), str(test), "exec")
     # the registers: toc, intro, rules record, plan table
     toc = re.findall(r"file: book/notebooks/(\S+)", (world / "_toc.yml").read_text())
     assert toc == known_notebooks(world / "notebooks") and yaml.safe_load((world / "_toc.yml").read_text())
-    assert 'href="notebooks/09_probe.html#result-09"' in (world / "book" / "intro.md").read_text()
+    assert 'href="notebooks/10_probe.html#result-10"' in (world / "book" / "intro.md").read_text()
     record = json.loads((world / "notebooks" / "rules.json").read_text())
-    assert stale_entry("09_probe", src, record["09_probe"]) is None and not record["09_probe"][0]["builds_committed"]
-    assert {k: v for k, v in record.items() if k != "09_probe"} == json.loads((REPO / "notebooks" / "rules.json").read_text())
+    assert stale_entry("10_probe", src, record["10_probe"]) is None and not record["10_probe"][0]["builds_committed"]
+    assert {k: v for k, v in record.items() if k != "10_probe"} == json.loads((REPO / "notebooks" / "rules.json").read_text())
     typed, printed = plan_table(world), printed_plan(world)
-    assert sorted(typed) == sorted(printed) and typed["09_probe"][1] == "0"
+    assert sorted(typed) == sorted(printed) and typed["10_probe"][1] == "0"
     for name, row in typed.items():  # the rows, sentences and FLOPs `plan` prints (the table test's exact columns)
         assert (row[1], row[3], row[4]) == (printed[name][1], "" if printed[name][3] == "0" else printed[name][3],
                                             printed[name][5]), name
@@ -98,25 +98,25 @@ def test_new_exact_page_is_read_by_the_runner_and_entered_in_every_register(worl
 
 def test_new_model_page_takes_a_model_and_its_forwards_join_the_plan_table(world):
     before = plan_table(world)
-    assert new(world, "09_model_probe", "--title", "Does the model's chain mix?") == 0
-    src = world / "notebooks" / "09_model_probe.py"
+    assert new(world, "10_model_probe", "--title", "Does the model's chain mix?") == 0
+    src = world / "notebooks" / "10_model_probe.py"
     assert takes_model(src) and declared_profiles(src)["paper"]["model"] in plan.PUBLISHED_CONFIGS
     assert len(src.read_text().splitlines()) <= 150 and "# Does the model's chain mix?" in src.read_text()
     test_pages.test_every_result_page_opens_with_its_result_box_and_captions_every_figure(src)
-    works = plan.plan(["09_model_probe"], "paper", notebooks_dir=world / "notebooks")["09_model_probe"]
+    works = plan.plan(["10_model_probe"], "paper", notebooks_dir=world / "notebooks")["10_model_probe"]
     mlm_rows = sum(w.rows for w in works if w.kind == "mlm")
     after = plan_table(world)
-    assert after["09_model_probe"][1] == f"{mlm_rows:,}" and mlm_rows > 0
+    assert after["10_model_probe"][1] == f"{mlm_rows:,}" and mlm_rows > 0
     total = lambda row: int(re.sub(r"\D", "", row[1]))  # noqa: E731
     assert total(after["**total**"]) == total(printed_plan(world)["**total**"]) >= total(before["**total**"])
 
 
 @pytest.mark.parametrize("name, message", [
     ("9_probe", "'9_probe' is not a page name: write NN_topic"),
-    ("09_Probe", "e.g. 09_probe"),
-    ("09 probe", "is not a page name"),
+    ("10_Probe", "e.g. 10_probe"),
+    ("10 probe", "is not a page name"),
     ("08_exact_answers", "notebooks/08_exact_answers.py exists already: choose another topic, or the next number "
-                         "(09_exact_answers)"),
+                         "(10_exact_answers)"),
     ("08_other", "page number 08 is taken by 08_exact_answers"),
 ])
 def test_new_refuses_a_bad_or_taken_name_naming_the_fix_and_writes_nothing(world, capsys, name, message):
@@ -129,27 +129,27 @@ def test_new_refuses_a_bad_or_taken_name_naming_the_fix_and_writes_nothing(world
 def test_new_refuses_a_taken_test_file_and_a_folder_that_is_not_the_repository(world, tmp_path, capsys):
     (world / "tests" / "test_nb_probe.py").write_text("")
     before = snapshot(world)
-    assert new(world, "09_probe") == 1 and "test_nb_probe.py exists already" in capsys.readouterr().err
+    assert new(world, "10_probe") == 1 and "test_nb_probe.py exists already" in capsys.readouterr().err
     assert snapshot(world) == before
     (tmp_path / "elsewhere").mkdir()
-    assert cli_main(["new", "09_probe", "--root", str(tmp_path / "elsewhere")]) == 1
+    assert cli_main(["new", "10_probe", "--root", str(tmp_path / "elsewhere")]) == 1
     assert "is not the repository's layout" in capsys.readouterr().err
 
 
 def test_model_does_not_apply_to_an_exact_page(world, capsys):
-    assert new(world, "09_probe", "--exact-only") == 0
+    assert new(world, "10_probe", "--exact-only") == 0
     nb_dir = world / "notebooks"
     names = known_notebooks(nb_dir)
     assert model_pages(names, nb_dir, None) == names
-    assert model_pages(names, nb_dir, "roberta-base") == [n for n in names if n != "09_probe"]
-    assert "09_probe: --model does not apply" in capsys.readouterr().out
-    with pytest.raises(book.BookError, match="09_probe runs exact models only .*--model does not apply to it"):
-        resolve_parameters(nb_dir / "09_probe.py", {"model": "roberta-base"})
+    assert model_pages(names, nb_dir, "roberta-base") == [n for n in names if n != "10_probe"]
+    assert "10_probe: --model does not apply" in capsys.readouterr().out
+    with pytest.raises(book.BookError, match="10_probe runs exact models only .*--model does not apply to it"):
+        resolve_parameters(nb_dir / "10_probe.py", {"model": "roberta-base"})
     # the plan of a book on another model plans the exact page at its own profile
-    assert plan.plan(["09_probe"], "cpu", model="roberta-base", notebooks_dir=nb_dir)["09_probe"][0].model == "Ising chain"
+    assert plan.plan(["10_probe"], "cpu", model="roberta-base", notebooks_dir=nb_dir)["10_probe"][0].model == "Ising chain"
 
 
-@pytest.mark.parametrize("name, kind", [("09_probe", ["--exact-only"]), ("09_model_probe", [])])
+@pytest.mark.parametrize("name, kind", [("10_probe", ["--exact-only"]), ("10_model_probe", [])])
 def test_a_page_written_by_new_runs_in_the_smoke_profile_and_passes_its_own_test(world, tmp_path, name, kind):
     """End to end: the page executes (papermill, smoke profile), its check is calibrated with 30 nulls and decides,
     its rules entry is current, and the test `new` wrote for it passes."""
