@@ -82,7 +82,7 @@ PROFILES = {
                   temperatures=[0.5, 1.0, 2.0], steps=[1, 2, 6, 24, 64], eta=0.02, t_on=0.55, t_off=0.05,
                   alpha_on=0.9, check_temperature=1.0, draws=3000, replicates=200),
     "paper": dict(model="bert-base-uncased", device=None, seed=0, passages="ms_marco", documents=8, length=32, sites=6,
-                  candidates=3, temperatures=[0.5, 1.0, 2.0], steps=[1, 2, 6, 24, 64, 256], eta=0.02, t_on=0.55,
+                  candidates=2, temperatures=[0.5, 1.0, 2.0], steps=[1, 2, 6, 24, 64, 256], eta=0.02, t_on=0.55,
                   t_off=0.05, alpha_on=0.9, check_temperature=1.0, draws=10_000, replicates=200),
 }
 # what `scale` (a dry run) multiplies, each with its least value (30 planted runs: the fewest with which a pass decides)

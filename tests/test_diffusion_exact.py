@@ -136,6 +136,9 @@ def test_remdm_kernels_are_stochastic_and_the_product_step_matches_its_definitio
         first = 0.6 if a < 0 else 0.4 * lp[a]
         second = 0.3 if b < 0 else (0.7 if b == 1 else 0.0)
         assert abs(row[int(partial_index(torch.tensor([a, b]), 2))] - first * second) < 1e-12
+    # the sparse propagation of `plan_law` is the dense kernel's product, from any law on the partial states
+    law = np.random.default_rng(0).dirichlet(np.ones(9))
+    assert np.abs(d.exact_laws.product_step_law(P, law, 0.4, 0.3, P.log_probs(1.5).numpy()) - law @ K).max() < 1e-14
     for schedule in ("cap", "rescale", "loop"):
         law = d.plan_law(P, d.remdm(16, schedule, eta=0.05))
         assert abs(law.sum() - 1) < 1e-12

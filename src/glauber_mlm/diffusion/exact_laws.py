@@ -17,6 +17,7 @@ import itertools
 
 import numpy as np
 import torch
+from scipy import sparse
 
 from .. import exact
 from ..exact.restricted import digits
@@ -53,7 +54,8 @@ def product_kernel(partial: PartialTable, unmask: float, remask: float, temperat
     return K
 
 
-def commit_kernel(partial: PartialTable, commits: int, confidence: str, temperature: float = 1.0) -> np.ndarray:
+def commit_kernel(partial: PartialTable, commits: int, confidence: str, temperature: float = 1.0
+                  ) -> sparse.csr_array:
     """The kernel of one `CommitStep` at τ: draws c_i ~ p_i^τ(· | z) at the masked sites M, the min(commits, |M|)
     of highest confidence kept (ties to the lower site), enumerated over every draw; "random": a uniform subset."""
     n, k = partial.n, partial.k
@@ -62,11 +64,17 @@ def commit_kernel(partial: PartialTable, commits: int, confidence: str, temperat
     codes = _codes(partial)
     S = codes.shape[0]
     weights = (k + 1) ** np.arange(n - 1, -1, -1)
-    K = np.zeros((S, S))
+    rows, cols, vals = [], [], []
+
+    def add(z, target, w):
+        rows.append(np.full(np.size(target), z))
+        cols.append(np.atleast_1d(target))
+        vals.append(np.atleast_1d(w))
+
     for z in range(S):
         M = np.flatnonzero(codes[z] == 0)
         if M.size == 0:
-            K[z, z] = 1.0
+            add(z, z, 1.0)
             continue
         c = min(commits, M.size)
         draws = np.array(list(itertools.product(range(k), repeat=M.size)))  # (D, m)
@@ -75,25 +83,49 @@ def commit_kernel(partial: PartialTable, commits: int, confidence: str, temperat
             subsets = [np.array(A) for A in itertools.combinations(range(M.size), c)]
             chosen = [(A, prob / len(subsets)) for A in subsets]
             for A, w in chosen:
-                target = z + ((draws[:, A] + 1) * weights[M[A]]).sum(1)
-                np.add.at(K[z], target, w)
+                add(z, z + ((draws[:, A] + 1) * weights[M[A]]).sum(1), w)
             continue
         conf = np.exp((logp1 if confidence == "low_confidence" else logp)[z, M, draws])  # (D, m)
         top = np.argsort(-conf, axis=1, kind="stable")[:, :c]
         keep = np.zeros_like(conf, dtype=bool)
         np.put_along_axis(keep, top, True, axis=1)
-        target = z + (np.where(keep, draws + 1, 0) * weights[M]).sum(1)
-        np.add.at(K[z], target, prob)
-    return K
+        add(z, z + (np.where(keep, draws + 1, 0) * weights[M]).sum(1), prob)
+    return sparse.csr_array((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(S, S))
 
 
-def step_kernel(partial: PartialTable, step: Step, temperature: float = 1.0) -> np.ndarray:
-    """The kernel of one plan step on the partial states."""
-    if isinstance(step, ProductStep):
-        return product_kernel(partial, step.rates.unmask, step.rates.remask, temperature)
+def product_step_law(partial: PartialTable, law: np.ndarray, unmask: float, remask: float, log_probs: np.ndarray
+                     ) -> np.ndarray:
+    """law · K of one `ProductStep` without forming K: site by site, each (source z, target so far) entry branches
+    into its moves at that site (a masked site: stay, or c w.p. u·p_i(c | z); a decoded one: stay, or MASK w.p. σ),
+    zero-weight branches dropped; about (2k+1)^n entries for MDLM and (3k+1)^n with remasking, not (k+1)^{2n}."""
+    n, k = partial.n, partial.k
+    codes = _codes(partial)
+    weights = (k + 1) ** np.arange(n - 1, -1, -1)
+    src = np.flatnonzero(law > 0)
+    tgt, w = src.copy(), law[src]
+    for i in range(n):
+        masked = codes[src, i] == 0
+        parts = []
+        stay = np.where(masked, 1 - unmask, 1 - remask)
+        parts.append((src, tgt, w * stay))
+        if unmask > 0:
+            m = np.flatnonzero(masked)
+            for c in range(k):
+                parts.append((src[m], tgt[m] + (c + 1) * weights[i], w[m] * unmask * np.exp(log_probs[src[m], i, c])))
+        if remask > 0:
+            dcd = np.flatnonzero(~masked)
+            parts.append((src[dcd], tgt[dcd] - codes[src[dcd], i] * weights[i], w[dcd] * remask))
+        src, tgt, w = (np.concatenate(a) for a in zip(*parts))
+        keep = w > 0
+        src, tgt, w = src[keep], tgt[keep], w[keep]
+    return np.bincount(tgt, weights=w, minlength=law.size)
+
+
+def step_kernel(partial: PartialTable, step: CommitStep, temperature: float = 1.0) -> sparse.csr_array:
+    """The kernel of one commit step on the partial states (product steps are propagated by `product_step_law`)."""
     if isinstance(step, CommitStep):
         return commit_kernel(partial, step.commits, step.confidence, temperature)
-    raise TypeError(f"a step is a ProductStep or a CommitStep, got {type(step).__name__}.")
+    raise TypeError(f"a step with a kernel is a CommitStep, got {type(step).__name__}.")
 
 
 def plan_law(partial: PartialTable, plan: list[Step], temperature: float = 1.0) -> np.ndarray:
@@ -101,11 +133,15 @@ def plan_law(partial: PartialTable, plan: list[Step], temperature: float = 1.0) 
     S = (partial.k + 1) ** partial.n
     law = np.zeros(S)
     law[0] = 1.0
-    cache: dict[Step, np.ndarray] = {}
+    log_probs = partial.log_probs(temperature).numpy()
+    cache: dict[Step, sparse.csr_array] = {}
     for step in plan:
+        if isinstance(step, ProductStep):
+            law = product_step_law(partial, law, step.rates.unmask, step.rates.remask, log_probs)
+            continue
         if step not in cache:
             cache[step] = step_kernel(partial, step, temperature)
-        law = np.einsum("s,st->t", law, cache[step])  # a plain loop: BLAS threads cost more than this product
+        law = cache[step].T @ law
     full = law[_full_index(partial)]
     if abs(full.sum() - 1) > 1e-9:
         raise ValueError(f"the plan leaves mass {1 - full.sum():.3g} on partial states: its last step must unmask "
