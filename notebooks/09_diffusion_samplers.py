@@ -64,7 +64,7 @@ from myst_nb import glue
 
 from glauber_mlm import diffusion, exact
 from glauber_mlm.diffusion.compare import distance_rows, reference_laws, sampler_plans
-from glauber_mlm.diffusion.fit import chi2_counts_pvalue, chi2_pvalue
+from glauber_mlm.diffusion.fit import chi2_pvalue
 from glauber_mlm.diffusion.exact_laws import plan_law
 from glauber_mlm.diffusion.partial_table import MAX_PARTIAL_STATES
 from glauber_mlm.exact.scan_order import tv
@@ -73,6 +73,7 @@ from glauber_mlm.pages.checks import Check, calibrate
 from glauber_mlm.pages.plots import show_table
 from glauber_mlm.pages.report import diffusion as report
 from glauber_mlm.pages.run import Run
+from glauber_mlm.stats import chi2_counts_pvalue
 
 PROFILES = {
     "smoke": dict(model=None, device=None, seed=0, passages="embedded", documents=2, length=8, sites=3, candidates=2,

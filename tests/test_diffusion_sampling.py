@@ -6,7 +6,8 @@ import torch
 
 from glauber_mlm import diffusion as d
 from glauber_mlm import exact, load_mlm
-from glauber_mlm.diffusion.fit import chi2_pvalue, chi2_size_power
+from glauber_mlm.diffusion.fit import chi2_pvalue
+from glauber_mlm.stats import chi2_size_power
 from glauber_mlm.diffusion.partial_table import PartialTable
 from glauber_mlm.exact.scan_order import tv
 from tiny_models import save_tiny
