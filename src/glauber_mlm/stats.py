@@ -538,3 +538,29 @@ def clopper_pearson(successes: int, trials: int, level: float = 0.95) -> tuple[f
     low = 0.0 if successes == 0 else float(beta.ppf(tail, successes, trials - successes + 1))
     high = 1.0 if successes == trials else float(beta.ppf(1 - tail, successes + 1, trials - successes))
     return successes / trials, low, high
+
+
+def chi2_counts_pvalue(counts: np.ndarray, law: np.ndarray, min_expected: float = 5.0) -> float:
+    """p-value of Pearson's χ² of `counts` per state against `law`; cells expected fewer than `min_expected` times
+    are pooled into one (none left out); a count where the law has no mass gives 0."""
+    from scipy.stats import chisquare
+
+    expected = counts.sum() * law / law.sum()
+    small = expected < min_expected
+    obs = np.append(counts[~small], counts[small].sum())
+    exp = np.append(expected[~small], expected[small].sum())
+    keep = exp > 0
+    if (obs[~keep] > 0).any():
+        return 0.0  # a draw where the law puts no mass
+    return float(chisquare(obs[keep], exp[keep]).pvalue) if keep.sum() > 1 else 1.0
+
+
+def chi2_size_power(law, alternative, draws: int, level: float = 0.01, reps: int = 200, seed: int = 0
+                    ) -> tuple[float, float]:
+    """(size, power) of `chi2_counts_pvalue < level` with `draws` draws: the rejection rate of i.i.d. samples of `law`
+    (size) and of `alternative` (power), each against `law`, over `reps` replicates."""
+    law, alternative = np.asarray(law, float), np.asarray(alternative, float)
+    rng = np.random.default_rng(seed)
+    rate = lambda source: float(np.mean([chi2_counts_pvalue(c.astype(float), law) < level  # noqa: E731
+                                         for c in rng.multinomial(draws, source / source.sum(), size=reps)]))
+    return rate(law), rate(alternative)

@@ -282,17 +282,44 @@ class MLMAdapter:
             torch.full((B, 1), self.suffix, device=self.device),
         ], 1)
         ids[rows, sites + 1] = self.mask_id
+        return self._forward(ids, lambda hidden: hidden[rows, sites + 1], dtype)
+
+    def _forward(self, ids: torch.Tensor, pick: Callable[[torch.Tensor], torch.Tensor],
+                 dtype: torch.dtype | None) -> torch.Tensor:
+        """The MLM head's logits at the positions `pick` selects from (B, L, ·) hidden states (or full logits, for a
+        family without a site head) of framed ids (B, L), float32, −inf off the support."""
         dtype = dtype or self.dtype
         model = self.weights_for(dtype)
         autocast = dtype != torch.float32 and not (self.cast_weights and self.lowp_mode == "all")
         with torch.inference_mode(), torch.autocast(self.device.type, dtype=dtype, enabled=autocast):
             if self.head is None:
-                out = model(input_ids=ids).logits[rows, sites + 1]
+                out = pick(model(input_ids=ids).logits)
             else:
                 hidden = (hidden_states(model.base_model, ids) if self.lean
                           else model.base_model(input_ids=ids).last_hidden_state)
-                out = _site_head(model)(hidden[rows, sites + 1])
+                out = _site_head(model)(pick(hidden))
         return out.float().masked_fill(self._off_support, float("-inf"))
+
+    def masked_logits(self, partial: torch.Tensor, dtype: torch.dtype | None = None) -> torch.Tensor:
+        """The denoiser's logits ℓ_i(· | z) at every site of partial states z (B, n), −1 marking a masked site: the
+        mask token at every masked site at once, one forward per row; float32 (B, n, V), −inf off the support.
+
+        Rows at decoded sites are the model's reading of its own token there (masked-diffusion samplers keep decoded
+        tokens and ignore them). With one masked site this is `logits` at that site, up to float rounding."""
+        partial = torch.as_tensor(partial)
+        if partial.ndim != 2 or partial.dtype.is_floating_point or partial.dtype == torch.bool:
+            raise ValueError(f"partial states must be a (B, n) integer tensor (−1 = masked), got {partial.dtype} of "
+                             f"shape {tuple(partial.shape)}.")
+        B, n = partial.shape
+        rows_per_forward = max(1, self.forward_bytes // (self._token_bytes * (n + 2) * max(1, n)))
+        if B > rows_per_forward:
+            return torch.cat([self.masked_logits(partial[k : k + rows_per_forward], dtype)
+                              for k in range(0, B, rows_per_forward)])
+        partial = partial.to(self.device, torch.int64)
+        ids = torch.cat([torch.full((B, 1), self.prefix, device=self.device),
+                         torch.where(partial < 0, self.mask_id, partial),
+                         torch.full((B, 1), self.suffix, device=self.device)], 1)
+        return self._forward(ids, lambda hidden: hidden[:, 1 : n + 1], dtype)
 
     def encode(self, texts: list[str], length: int) -> tuple[torch.Tensor, list[int]]:
         """The first `length` tokens of each text with at least that many supported tokens: (states, kept indices)."""
