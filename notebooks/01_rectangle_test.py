@@ -225,7 +225,7 @@ report.turned(summary)
 # :name: fig-01-rho-distribution
 # :alt: Log-scale histogram: grey noise distribution far left of the dashed tolerance, the MLM's rectangles spread over several decades to its right.
 #
-# **Rectangle statistics of the MLM against float noise.** Histograms of |ρ| on the compatible exact model (grey, float noise) and on the MLM's rectangles (blue); dashed: the tolerance. Every rectangle right of it certifies incompatibility.
+# **Rectangle statistics of the MLM against float noise (redraws paper Fig. 5 on the embedded model).** Histograms of |ρ| on the compatible exact model (grey, float noise) and on the MLM's rectangles (blue); dashed: the tolerance. Every rectangle right of it certifies incompatibility.
 # :::
 #
 # **What {numref}`fig-01-rho-distribution` shows.**
@@ -342,7 +342,7 @@ report.table(correlation)
 # :name: fig-01-rho-against-influence
 # :alt: Scatter of |ρ| rising with influence on log–log axes, with binned medians.
 #
-# **Incompatibility against token-level influence.** Each dot is one rectangle, |ρ| against the token-level influence between its two sites; the line is the median |ρ| per influence bin with bootstrap 95 % intervals.
+# **Incompatibility against token-level influence (redraws paper Fig. 6 on the embedded model).** Each dot is one rectangle, |ρ| against the token-level influence between its two sites; the line is the median |ρ| per influence bin with bootstrap 95 % intervals.
 # :::
 #
 # **What {numref}`fig-01-rho-against-influence` shows.**

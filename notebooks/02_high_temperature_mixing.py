@@ -226,7 +226,7 @@ glue("phase_finding", report.phase_finding(phase, boundaries, taus, run["budget"
 # :name: fig-02-phase-diagram
 # :alt: Heat map over temperature and length: slow censored cells at low temperature and long sequences, fast cells at high temperature.
 #
-# **The phase diagram of coupling times, one panel per model.** Each cell is one temperature and length: its median coupling time in steps (colour, on a log scale, and number; light grey: no pair met, darker grey: fewer than half met within the budget); each title gives the model's slow-to-fast boundary.
+# **The phase diagram of coupling times, one panel per model (redraws paper Fig. 2 on the embedded models).** Each cell is one temperature and length: its median coupling time in steps (colour, on a log scale, and number; light grey: no pair met, darker grey: fewer than half met within the budget); each title gives the model's slow-to-fast boundary.
 # :::
 
 # %% [markdown]
@@ -377,7 +377,7 @@ report.verdicts_table(verdicts)
 # :name: fig-02-scaling
 # :alt: Two panels of coupling time against length at the scaling temperatures, with fitted growth laws and the n to the 1.5 law the check tests against.
 #
-# **Growth of the coupling time with length above the boundary.** Left: median coupling time over n log n against n, with bootstrap 95 % intervals, per scaling temperature (flat: the n log n law), and, through the median at the middle of the three largest lengths, n log n (dotted, fine) and the $n^{1.5}$ law the check tests against (heavier dash-dots). Right: the medians on log–log axes with the fitted laws n (dotted), n log n (solid), n² (dashed), the free power law (dash-dot), and n log n and $n^{1.5}$ through that same median.
+# **Growth of the coupling time with length above the boundary (redraws paper Fig. 3 on the embedded models).** Left: median coupling time over n log n against n, with bootstrap 95 % intervals, per scaling temperature (flat: the n log n law), and, through the median at the middle of the three largest lengths, n log n (dotted, fine) and the $n^{1.5}$ law the check tests against (heavier dash-dots). Right: the medians on log–log axes with the fitted laws n (dotted), n log n (solid), n² (dashed), the free power law (dash-dot), and n log n and $n^{1.5}$ through that same median.
 # :::
 
 # %% [markdown]

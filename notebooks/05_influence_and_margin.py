@@ -320,7 +320,7 @@ glue("influence_finding", Markdown(report.influence_finding(total, crossing, bes
 # :name: fig-05-influence-and-phase
 # :alt: Influence falling with temperature, and the phase-diagram heat map with the estimated Dobrushin crossing drawn as one-sided bounds.
 #
-# **Total influence and the phase diagram.** Top: the pooled total influence (a lower bound) and the per-context mean against τ, per length. Bottom: the phase diagram of notebook 02 and its scaling-study cells (squares) with the crossing temperature τ* (red: the true crossing lies at or above it; red frames: the cells above τ*'s certified upper bound, tested; the bound itself is in the table above).
+# **Total influence and the phase diagram.** Top: the pooled total influence (a lower bound) and the per-context mean against τ, per length. Bottom: the phase diagram of notebook 02 and its scaling-study cells (squares) with the crossing temperature τ* (grey cells: the median lies beyond the budget; red: the true crossing lies at or above it; red frames: the cells above τ*'s certified upper bound, tested; the bound itself is in the table above).
 # :::
 #
 # **What {numref}`fig-05-influence-and-phase` shows.**

@@ -16,6 +16,7 @@ if TYPE_CHECKING:  # annotations only
     from glauber_mlm.pages.checks import Calibration
 
 from glauber_mlm.pages.plots import interval_errorbar, legend_outside, log_axis_at, panels, show_table, temperature_axis
+from glauber_mlm.pages.report.high_temperature import SOME_MET
 from glauber_mlm.stats import bootstrap_ci, censored_median
 
 
@@ -248,16 +249,17 @@ def influence_phase_figure(total: pd.DataFrame, phase: pd.DataFrame, cells: pd.D
     norm = LogNorm(vmin=max(1.0, finite_T.min()) if len(finite_T) else 1.0, vmax=float(cells.budget.max()))
     mesh = a2.pcolormesh(_edges(p_ns), _edges(p_taus), np.ma.masked_where(~finite, vals), cmap=cmap, norm=norm)
     a2.pcolormesh(_edges(p_ns), _edges(p_taus), np.ma.masked_where(~slow, np.ones_like(vals)),
-                  cmap=ListedColormap(["black"]))
+                  cmap=ListedColormap([SOME_MET]))
     extra = cells[cells.table == "scaling study"]  # 02's scaling cells, as squares in the same colours
     if len(extra):
         a2.scatter(extra.length, extra.temperature, s=90, marker="s", c=np.where(extra.fast, extra.median_time, np.nan),
                    cmap=cmap, norm=norm, edgecolors="0.3", plotnonfinite=False, label="scaling-study cell (02)")
-        a2.scatter(extra.length[~extra.fast], extra.temperature[~extra.fast], s=90, marker="s", color="black")
+        a2.scatter(extra.length[~extra.fast], extra.temperature[~extra.fast], s=90, marker="s", color=SOME_MET,
+                   edgecolors="0.3")
     a2.scatter(tested.length, tested.temperature, s=190, marker="s", facecolors="none", edgecolors="red", lw=1.5,
                label=r"cell above $\tau^*$'s upper bound (tested)")
     cax = a2.inset_axes([1.04, 0, 0.04, 1])  # right beside the panel (the top panel's legend leaves the room)
-    fig.colorbar(mesh, cax=cax, label="median coupling step\n(black: not within the budget;\nblank: not measured)")
+    fig.colorbar(mesh, cax=cax, label="median coupling step\n(grey: the median lies beyond the\nbudget, as in Figure 02.1; blank: not measured)")
     b_n = [n for n in p_ns if np.isfinite(bounds.get(int(n), np.nan))]
     a2.plot(b_n, [bounds[int(n)] for n in b_n], "s--", color="white", mec="k", label="measured slow-to-fast boundary")
     bounded = crossing[~crossing.status.str.startswith("below")]  # below the grid, τ* bounds nothing

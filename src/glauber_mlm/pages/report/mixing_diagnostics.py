@@ -96,9 +96,10 @@ def rhat_and_coupling(rhat: pd.DataFrame, views: pd.DataFrame, thresholds: Seque
              title=rf"$\widehat{{R}}$ over {chains} chains from different passages")
     legend_outside(left, "below", ncol=1)
     estimate = _median_coupling(right, views.temperature, views, budget, color="C2")
-    for row, y in zip(views.itertuples(), estimate):
+    for row, y in zip(views.itertuples(), estimate):  # on a white box, so that no line runs through a label
         right.annotate(f"P(T > budget) = {row.p_late:.0%}\n{row.regime}", (row.temperature, y), fontsize=8,
-                       textcoords="offset points", xytext=(6, -18))
+                       textcoords="offset points", xytext=(6, -18), zorder=5,
+                       bbox=dict(boxstyle="round,pad=0.15", facecolor="white", edgecolor="none", alpha=0.9))
     right.axhline(budget, color="black", ls="--", lw=1, label="budget (arrow: median beyond it)")
     right.axhline(budget / 2, color="black", ls=":", lw=1, label="half the budget (fast: every pair met before)")
     right.set(yscale="log", ylabel="median coupling step\n(Kaplan–Meier)", xlabel=r"temperature $\tau$",
