@@ -10,6 +10,7 @@ import sys
 import time
 
 import pandas as pd
+import pytest
 
 from test_book import EXAMPLE
 
@@ -40,6 +41,7 @@ def _run(root, nbs, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, hold=Fals
     return subprocess.Popen(cmd, start_new_session=True, stdout=stdout, stderr=stderr, env=env)
 
 
+@pytest.mark.slow
 def test_a_killed_run_resumes_to_the_uninterrupted_tables(tmp_path):
     nbs = tmp_path / "notebooks"
     nbs.mkdir()
