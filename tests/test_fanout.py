@@ -165,6 +165,7 @@ def _run_id(notebook: Path) -> str:
     return json.loads(notebook.read_text())["metadata"]["glauber_mlm"]["run_id"]
 
 
+@pytest.mark.slow  # six kernels and a cluster of two processes
 def test_workers_publish_the_serial_tables_and_a_failing_notebook_keeps_its_page(tmp_path, capsys, monkeypatch):
     # the Jupyter Book build is the serial path's, and the prose pages link the real notebooks: not built here
     monkeypatch.setattr(command, "build_book", lambda root: Path(root) / "_build" / "html" / "index.html")
