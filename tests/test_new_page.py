@@ -149,6 +149,7 @@ def test_model_does_not_apply_to_an_exact_page(world, capsys):
     assert plan.plan(["09_probe"], "cpu", model="roberta-base", notebooks_dir=nb_dir)["09_probe"][0].model == "Ising chain"
 
 
+@pytest.mark.slow  # the page executes twice: here, and in the pytest its own test runs in
 @pytest.mark.parametrize("name, kind", [("09_probe", ["--exact-only"]), ("09_model_probe", [])])
 def test_a_page_written_by_new_runs_in_the_smoke_profile_and_passes_its_own_test(world, tmp_path, name, kind):
     """End to end: the page executes (papermill, smoke profile), its check is calibrated with 30 nulls and decides,
