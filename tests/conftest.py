@@ -20,8 +20,9 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
 # module's fixture on every worker that takes one of its tests): the paper dry run, each file whose module fixture
 # executes notebooks, and the smoke book's runs. A notebook's test file (test_nb_*.py) is grouped by its name, except
 # its tests marked slow, which assert on the page's smoke run: they join the smoke book (tests/test_book.py, slow),
-# which executed that run already (tests/notebook_runner.py caches the runs per process)
-SMOKE_BOOK = "test_book.py"
+# which executed that run already (tests/notebook_runner.py caches the runs per process); 02's tests run two models,
+# a run of their own, in their file's group
+SMOKE_BOOK, MIXING = "test_book.py", "test_nb_mixing.py"
 GROUPS = {"paper_dry_run": {"test_paper_dry_run.py"},
           "published_root": {"test_publish.py"},
           "cache_world": {"test_cache.py"}}
@@ -30,7 +31,7 @@ GROUPS = {"paper_dry_run": {"test_paper_dry_run.py"},
 def group_of(item) -> str | None:
     """The xdist group of a test: its file's in GROUPS, the smoke runs', its notebook test file's own, or None."""
     name = item.path.name
-    if name == SMOKE_BOOK or (name.startswith("test_nb_") and item.get_closest_marker("slow")):
+    if name == SMOKE_BOOK or (name.startswith("test_nb_") and name != MIXING and item.get_closest_marker("slow")):
         return "smoke_runs"
     if name.startswith("test_nb_"):
         return name
