@@ -1,5 +1,6 @@
+from __future__ import annotations
+
 import os
-from pathlib import Path
 
 import pytest
 
@@ -15,25 +16,33 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
 
     torch.set_num_threads(1)
 
-# files that share an expensive run run on one worker, so that run happens once per session: the smoke profile's
-# notebook runs (tests/notebook_runner.py caches them per process; 02's tests run two models, a run of their own), the
-# paper dry run, and each file whose module fixture executes notebooks (xdist would repeat it on every worker that
-# takes one of the file's tests)
-# (a notebook's test file, test_nb_*.py, joins the smoke runs by its name: nothing to list here)
-MIXING = "test_nb_mixing.py"
-GROUPS = {"smoke_runs": {"test_book.py"} | {p.name for p in Path(__file__).parent.glob("test_nb_*.py")} - {MIXING},
-          "paper_dry_run": {"test_paper_dry_run.py"},
+# tests that share an expensive run run on one worker, so that run happens once per session (xdist would repeat a
+# module's fixture on every worker that takes one of its tests): the paper dry run, each file whose module fixture
+# executes notebooks, and the smoke book's runs. A notebook's test file (test_nb_*.py) is grouped by its name, except
+# its tests marked slow, which assert on the page's smoke run: they join the smoke book (tests/test_book.py, slow),
+# which executed that run already (tests/notebook_runner.py caches the runs per process); 02's tests run two models,
+# a run of their own, in their file's group
+SMOKE_BOOK, MIXING = "test_book.py", "test_nb_mixing.py"
+GROUPS = {"paper_dry_run": {"test_paper_dry_run.py"},
           "published_root": {"test_publish.py"},
-          "cache_world": {"test_cache.py"},
-          "mixing_runs": {MIXING}}
+          "cache_world": {"test_cache.py"}}
+
+
+def group_of(item) -> str | None:
+    """The xdist group of a test: its file's in GROUPS, the smoke runs', its notebook test file's own, or None."""
+    name = item.path.name
+    if name == SMOKE_BOOK or (name.startswith("test_nb_") and name != MIXING and item.get_closest_marker("slow")):
+        return "smoke_runs"
+    if name.startswith("test_nb_"):
+        return name
+    return next((group for group, files in GROUPS.items() if name in files), None)
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups
 def pytest_collection_modifyitems(items):
     for item in items:
-        for group, files in GROUPS.items():
-            if item.path.name in files:
-                item.add_marker(pytest.mark.xdist_group(group))
+        if group := group_of(item):
+            item.add_marker(pytest.mark.xdist_group(group))
 
 
 def pytest_runtest_setup(item):

@@ -277,11 +277,13 @@ def test_unknown_profile_is_refused_before_a_kernel_starts(name, example_dir, tm
 # ---------------------------------------------------------------- the smoke book
 
 
+@pytest.mark.slow
 def test_every_notebook_executes_in_the_smoke_profile(built):
     assert not built.failures, "\n".join(built.failures.values())
     assert set(_real_notebooks()) | {"99_example"} <= set(built.executed)
 
 
+@pytest.mark.slow
 def test_book_has_a_page_per_prose_file_and_per_notebook(built):
     html = built.root / "_build" / "html"
     assert built.html.exists()
@@ -297,6 +299,7 @@ def test_book_has_a_page_per_prose_file_and_per_notebook(built):
     assert re.search(r'<img[^>]+src="[^"]+\.png"', (html / "book" / "notebooks" / "99_example.html").read_text())
 
 
+@pytest.mark.slow
 def test_execution_page_lists_every_executed_notebook(built):
     text = (built.root / "book" / "_generated" / "execution.md").read_text()
     for name in built.executed:
@@ -305,6 +308,7 @@ def test_execution_page_lists_every_executed_notebook(built):
     assert "CPU" in text or "CUDA" in text
 
 
+@pytest.mark.slow
 def test_book_renders_math_without_the_network(built):
     html = built.root / "_build" / "html"
     theory = (html / "book" / "theory.html").read_text()
@@ -330,6 +334,7 @@ def test_run_parameter_checks_name_the_parameter_and_the_rule(tmp_path):
             call()
 
 
+@pytest.mark.slow
 def test_pages_fold_the_machinery_and_offer_their_files(built):
     nb = json.loads((built.root / "book" / "notebooks" / "99_example.ipynb").read_text())
     code = [c for c in nb["cells"] if c["cell_type"] == "code"]

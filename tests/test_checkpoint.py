@@ -124,17 +124,20 @@ def test_fingerprint_separates_inputs():
         assert checkpoint.fingerprint(**dict(base, **change)) != fp, change
 
 
+# with a third argument "hold", the run stops for good at its first forward after its first checkpoint, so that the
+# test's SIGKILL lands mid-run however loaded the machine is
 SCRIPT = """
-import sys, time
+import os, sys, threading
 import torch
 from glauber_mlm import exact, glauber
 
-pause = float(sys.argv[3])
+hold = sys.argv[3] == "hold"
 model = exact.potts_chain({n}, q=3, coupling=0.8, field=torch.tensor([0.3, 0.0, -0.2]))
 inner, calls = model.logits, [0]
 def logits(states, sites, dtype=None):
+    if hold and os.path.exists(sys.argv[1]):
+        threading.Event().wait()
     calls[0] += 1
-    time.sleep(pause)
     return inner(states, sites, dtype)
 model.logits = logits
 traj = glauber(model, torch.zeros({b}, {n}, dtype=torch.long), {steps}, seed=5, record_every=10,
@@ -149,15 +152,15 @@ def test_killed_process_resumes_exactly(tmp_path):
     script, ckpt, out = tmp_path / "run.py", tmp_path / "run.pt", tmp_path / "out.pt"
     script.write_text(SCRIPT.format(n=N_SITES, b=CHAINS, steps=steps))
     env = {**os.environ, "PYTHONPATH": f"{SRC}{os.pathsep}{os.environ.get('PYTHONPATH', '')}", "OMP_NUM_THREADS": "1"}
-    proc = subprocess.Popen([sys.executable, str(script), str(ckpt), str(out), "0.01"], env=env)
-    deadline = time.monotonic() + 120
-    while not ckpt.exists() and proc.poll() is None and time.monotonic() < deadline:
+    proc = subprocess.Popen([sys.executable, str(script), str(ckpt), str(out), "hold"], env=env)
+    while not ckpt.exists():
+        assert proc.poll() is None, "the run ended before its first checkpoint"
         time.sleep(0.01)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     assert ckpt.exists() and not out.exists(), "the run was to be killed after its first checkpoint, before its end"
     assert 0 < torch.load(ckpt, weights_only=True)["step"] < steps
-    subprocess.run([sys.executable, str(script), str(ckpt), str(out), "0"], env=env, check=True, timeout=300)
+    subprocess.run([sys.executable, str(script), str(ckpt), str(out), "go"], env=env, check=True)
     saved = torch.load(out, weights_only=True)
     ref = glauber(potts(), torch.zeros(CHAINS, N_SITES, dtype=torch.long), steps, seed=5, record_every=10)
     assert 0 < saved["calls"] < steps

@@ -8,6 +8,7 @@ takes a second or two; tests/test_publish.py runs the real kernels.
 from __future__ import annotations
 
 import errno
+import fcntl
 import json
 import os
 import shutil
@@ -17,6 +18,7 @@ import sys
 import textwrap
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -261,24 +263,31 @@ def test_a_kill_between_the_last_two_renames_keeps_the_new_pair(tmp_path):
 
 # ---------------------------------------------------------------- 6. one run per notebook, one build per book
 
-# another run holding a lock as `lock.held` does (without importing the package, which takes seconds)
+# another run holding a lock as `lock.held` does (without importing the package, which takes seconds), until a line
+# on its stdin (or its end, when the test process goes) lets it go: no test waits on the clock for it
 HOLDER = textwrap.dedent("""\
-    import fcntl, os, sys, time
+    import fcntl, os, sys
     with open(sys.argv[1], "a+") as fh:
         fcntl.flock(fh, fcntl.LOCK_EX)
         fh.write(f"process {os.getpid()} (glauber-mlm run ...)\\n")
         fh.flush()
         print("held", flush=True)
-        time.sleep(float(sys.argv[2]))
+        sys.stdin.readline()
 """)
 
 
-def _hold(path: Path, seconds: float) -> subprocess.Popen:
-    """Another process holding the lock file `path` for `seconds` (returned once it holds it)."""
+def _hold(path: Path) -> subprocess.Popen:
+    """Another process holding the lock file `path` (returned once it holds it) until `_release(proc)`."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    proc = subprocess.Popen([sys.executable, "-c", HOLDER, str(path), str(seconds)], stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen([sys.executable, "-c", HOLDER, str(path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            text=True)
     assert proc.stdout.readline() == "held\n"
     return proc
+
+
+def _release(proc: subprocess.Popen) -> None:
+    proc.stdin.write("release\n")
+    proc.stdin.flush()
 
 
 def test_a_second_run_of_a_notebook_is_refused_naming_the_process_and_kill_9_leaves_no_stale_lock(world, capsys):
@@ -286,7 +295,7 @@ def test_a_second_run_of_a_notebook_is_refused_naming_the_process_and_kill_9_lea
     attempt = root / "_build" / "staging" / NAME
     attempt.mkdir(parents=True)
     (attempt / "running.txt").write_text("the first run's attempt")
-    holder = _hold(root / "_build" / "locks" / f"{NAME}.lock", 60)
+    holder = _hold(root / "_build" / "locks" / f"{NAME}.lock")
     try:
         assert cli(world, "run", NAME) == 1
         err = capsys.readouterr().err
@@ -298,10 +307,20 @@ def test_a_second_run_of_a_notebook_is_refused_naming_the_process_and_kill_9_lea
     assert cli(world, "run", NAME) == 0 and CALLS == [NAME]  # the lock went with its process
 
 
-def test_wait_starts_when_the_other_run_is_done(world, capsys):
+def test_wait_starts_when_the_other_run_is_done(world, monkeypatch, capsys):
     root = world[1]
-    holder = _hold(root / "_build" / "locks" / f"{NAME}.lock", 1.0)
+    holder = _hold(root / "_build" / "locks" / f"{NAME}.lock")
+    blocking = []
+
+    def flock(fh, operation):  # the holder lets go only once the run blocks on the lock, whatever the machine's load
+        if not operation & fcntl.LOCK_NB:
+            blocking.append(operation)
+            _release(holder)
+        fcntl.flock(fh, operation)
+
+    monkeypatch.setattr(lock, "fcntl", SimpleNamespace(flock=flock, LOCK_EX=fcntl.LOCK_EX, LOCK_NB=fcntl.LOCK_NB))
     assert cli(world, "run", NAME, "--wait") == 0
+    assert blocking == [fcntl.LOCK_EX]  # it found the lock taken and waited for it
     assert f"waiting for process {holder.pid}" in capsys.readouterr().err
     assert holder.wait() == 0 and CALLS == [NAME]
 
@@ -309,7 +328,7 @@ def test_wait_starts_when_the_other_run_is_done(world, capsys):
 def test_a_second_book_build_is_refused(world, monkeypatch, capsys):
     root = world[1]
     monkeypatch.setattr(command, "build_book", lambda root: pytest.fail("a second build started"))
-    holder = _hold(root / "_build" / "locks" / "book.lock", 60)
+    holder = _hold(root / "_build" / "locks" / "book.lock")
     try:
         assert cli(world, "book", "--no-execute") == 1
     finally:

@@ -22,6 +22,7 @@ def out(tmp_path_factory):
     return execute(NAME, tmp_path_factory.mktemp("nb06"))
 
 
+@pytest.mark.slow
 def test_rhat_table_has_both_summaries_read_on_the_second_half(out):
     r = read_table(out, "rhat")
     assert list(r.columns) == ["temperature", "summary", "chains", "draws", "mean", "rhat", "ess_bulk", "ess_tail",
@@ -36,6 +37,7 @@ def test_rhat_table_has_both_summaries_read_on_the_second_half(out):
     assert ((r.n_stuck > 0) == (r.status == "stuck")).all()
 
 
+@pytest.mark.slow
 def test_coupling_tables_are_censored_at_the_budget_and_summarised_by_the_rule(out):
     t = read_table(out, "coupling_times")
     assert list(t.columns) == ["sampler", "temperature", "pair", "time", "met", "budget"]
@@ -52,6 +54,7 @@ def test_coupling_tables_are_censored_at_the_budget_and_summarised_by_the_rule(o
         assert row.regime == coupling_regime(g.time, g.met, STEPS)
 
 
+@pytest.mark.slow
 def test_the_agreement_table_follows_the_stated_rule(out):
     views = read_table(out, "rhat_and_coupling")
     r = read_table(out, "rhat")
@@ -77,6 +80,7 @@ def test_the_agreement_table_follows_the_stated_rule(out):
     assert cal.calibrated_on.str.contains(f"{n_slow} slow and {n_fast} fast cell").all()
 
 
+@pytest.mark.slow
 def test_mh_acceptance_check_pairs_chains_and_is_calibrated(out):
     every, chains = read_table(out, "mh_acceptance"), read_table(out, "mh_acceptance_chains")
     assert list(chains.columns) == ["length", "temperature", "start", "acceptance"]
@@ -91,6 +95,7 @@ def test_mh_acceptance_check_pairs_chains_and_is_calibrated(out):
     assert mh.replicates > 0 and mh.rule_says == ("pass" if float(mh.value.split("[")[1].split(",")[0]) > 0 else "fail")
 
 
+@pytest.mark.slow
 def test_mh_acceptance_and_forward_rows(out):
     every = read_table(out, "mh_acceptance")
     assert list(every.columns) == ["length", "temperature", "chains", "steps", "changing_share", "acceptance", "acceptance_low",

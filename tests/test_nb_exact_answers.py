@@ -25,6 +25,7 @@ def out(tmp_path_factory):
     return execute(NAME, tmp_path_factory.mktemp("nb08"))
 
 
+@pytest.mark.slow
 def test_exact_answers_cover_the_grid_and_obey_the_theorems(out):
     chains = read_table(out, "chains")
     assert sorted(set(chains.n)) == SIZES and (chains.states == 2**chains.n).all()
@@ -43,6 +44,7 @@ def test_exact_answers_cover_the_grid_and_obey_the_theorems(out):
     assert sorted(growth.temperature) == TEMPS and (growth.ci_low <= growth.ci_high).all()
 
 
+@pytest.mark.slow
 def test_coupling_curves_are_survivals_above_the_exact_distance(out):
     curves = read_table(out, "coupling_curves")
     assert len(curves) == DOCUMENTS * len(TEMPS) * BUDGET
@@ -64,6 +66,7 @@ def test_coupling_curves_are_survivals_above_the_exact_distance(out):
     assert result["question"] == "book" and any(k.startswith("exact t_mix") for k in result["numbers"])
 
 
+@pytest.mark.slow
 def test_02s_growth_rule_is_judged_against_the_exact_exponent_of_the_same_chains(out):
     from glauber_mlm.pages.planted.growth import RATE_POWER_MIN, RATE_SIZE_MAX
     from glauber_mlm.stats import clopper_pearson

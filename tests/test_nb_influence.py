@@ -91,6 +91,7 @@ def smoke_output(tmp_path_factory):
     return execute("05_influence_and_margin", tmp_path_factory.mktemp("nb05"))
 
 
+@pytest.mark.slow
 def test_smoke_tables(smoke_output):
     out = smoke_output
     total = read_table(out, "total_influence")
@@ -155,6 +156,7 @@ def test_more_replacements_than_top_k_stops_in_the_first_cell(tmp_path):
     assert re.search(r"replacements \(60\) cannot exceed top_k", str(err)), err
 
 
+@pytest.mark.slow
 def test_only_cells_above_tau_stars_upper_bound_decide(smoke_output):
     """The core check tests the cells above τ*'s certified upper bound (the theorem's hypothesis holds there in every
     context); the cells above the sampled lower bound are the old rule's side check; the dwell fits hold by

@@ -25,6 +25,7 @@ def out(tmp_path_factory):
     return execute(NAME, tmp_path_factory.mktemp("nb07"))
 
 
+@pytest.mark.slow
 def test_ising_table_holds_the_exact_and_monte_carlo_bounds(out):
     t = read_table(out, "ising_bounds")
     assert list(t.columns) == ["lag", "t", "exact_tv", "exact_bound", "bound", "bound_low", "bound_high",
@@ -43,6 +44,7 @@ def test_ising_table_holds_the_exact_and_monte_carlo_bounds(out):
     assert (exact[ISING_LAGS[1]] <= exact[ISING_LAGS[0]] * (1 + 1e-4)).all()
 
 
+@pytest.mark.slow
 def test_calibration_and_checks_are_consistent(out):
     cal = read_table(out, "calibration")
     assert len(cal) == 1 and cal.lag.iloc[0] == ISING_LAGS[-1] and cal.replicates.iloc[0] == REPLICATES
@@ -72,6 +74,7 @@ def test_calibration_and_checks_are_consistent(out):
     assert result["question"] == "book" and len(result["checks"]) == 2
 
 
+@pytest.mark.slow
 def test_steps_below_follow_the_curves(out):
     steps = read_table(out, "steps_below")
     curves = read_table(out, "mlm_bounds")
@@ -97,6 +100,7 @@ def test_steps_below_reads_the_estimator_on_planted_times():
     assert np.isfinite(bound.steps_below(0.25)) and np.isnan(bound.steps_below(0.01))
 
 
+@pytest.mark.slow
 def test_tempering_beats_plain_mh_at_equal_rows(out):
     t = read_table(out, "tempering")
     assert list(t.sampler) == ["tempered (cold replica)", "plain MH"]
@@ -110,6 +114,7 @@ def test_tempering_beats_plain_mh_at_equal_rows(out):
     assert swaps.tau_low.iloc[0] == 1.0 and (swaps.tau_high.values[:-1] == swaps.tau_low.values[1:]).all()
 
 
+@pytest.mark.slow
 def test_tempering_on_the_mlm_counts_basins_at_equal_rows(out):
     t = read_table(out, "mlm_tempering")
     assert list(t.sampler) == ["tempered (cold replica)", "plain MH"] and (t.starts == T_ENSEMBLES).all()
@@ -137,6 +142,7 @@ def test_tempering_on_the_mlm_counts_basins_at_equal_rows(out):
     assert swaps.tau_low.iloc[0] == pytest.approx(T_COLD) and swaps.tau_high.iloc[-1] == pytest.approx(T_HOT)
 
 
+@pytest.mark.slow
 def test_figures_and_provenance(out):
     for fig in ("ising_bounds", "mlm_bounds", "tempering", "mlm_tempering"):
         assert (out / f"{fig}.png").is_file()

@@ -23,6 +23,7 @@ def out(tmp_path_factory):
     return execute(NAME, tmp_path_factory.mktemp("nb02"), models=MODELS)
 
 
+@pytest.mark.slow
 def test_coupling_times_are_censored_at_the_budget(out):
     both = pd.read_csv(out / "coupling_times.csv")
     assert list(both.columns) == ["model", "temperature", "length", "pair", "seed", "time", "met", "budget"]
@@ -39,6 +40,7 @@ def test_coupling_times_are_censored_at_the_budget(out):
     assert t.met[t.time < t.budget].all()
 
 
+@pytest.mark.slow
 def test_phase_diagram_has_the_columns_notebook_05_reads(out):
     t = pd.read_csv(out / "coupling_times.csv")
     t = t[t.model == DEFAULT_MODEL.name]
@@ -58,6 +60,7 @@ def test_phase_diagram_has_the_columns_notebook_05_reads(out):
     assert (hot.met_fraction == 1).all() and (hot.median_time <= 10 * hot.length).all()
 
 
+@pytest.mark.slow
 def test_scaling_study_times_are_censored_at_its_budget(out):
     t = pd.read_csv(out / "scaling_times.csv")
     assert list(t.columns) == ["model", "temperature", "length", "pair", "time", "met", "budget"]
@@ -67,6 +70,7 @@ def test_scaling_study_times_are_censored_at_its_budget(out):
     assert (t.time[~t.met] == t.budget[~t.met]).all()
 
 
+@pytest.mark.slow
 def test_exponent_fit_and_verdicts(out):
     exp = pd.read_csv(out / "exponent_fit.csv")
     assert list(exp.columns) == ["temperature", "lengths", "pairs", "beta", "ci_low", "ci_high", "C", "r2",
@@ -84,6 +88,7 @@ def test_exponent_fit_and_verdicts(out):
     assert len(apart) == 6 and set(apart.verdict) <= {"told apart", "cannot tell apart", "neither fits"}
 
 
+@pytest.mark.slow
 def test_the_growth_check_is_the_local_exponent_rule_with_its_calibration(out):
     from glauber_mlm.pages.checks import COLUMNS
 
@@ -103,6 +108,7 @@ def test_the_growth_check_is_the_local_exponent_rule_with_its_calibration(out):
     assert checks.outcome[0] == (checks.rule_says[0] if decisive else "inconclusive")
 
 
+@pytest.mark.slow
 def test_the_slow_half_of_the_claim_has_its_own_calibrated_trend_check(out):
     """"At low temperature mixing is slow" is decided by the censored share's trend over the grid (one-sided
     Kendall), calibrated at the grid's design against the same censoring level at every τ."""
@@ -120,6 +126,7 @@ def test_the_slow_half_of_the_claim_has_its_own_calibrated_trend_check(out):
     assert "rises as τ falls" in claim and "O(n log n) steps" not in claim
 
 
+@pytest.mark.slow
 def test_scaling_fit_rows(out):
     fit = pd.read_csv(out / "scaling_fit.csv")
     assert list(fit.columns) == ["temperature", "law", "C", "ci_low", "ci_high", "r2"]

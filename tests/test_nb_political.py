@@ -21,6 +21,7 @@ def out(tmp_path_factory):
 
 
 @needs_model
+@pytest.mark.slow
 def test_score_accuracy(out):
     a = pd.read_csv(out / "score_accuracy.csv").set_index("subset")
     assert list(a.index) == ["all", "political", "not political"]
@@ -31,6 +32,7 @@ def test_score_accuracy(out):
 
 
 @needs_model
+@pytest.mark.slow
 def test_document_roles_and_base_rate(out):
     r = pd.read_csv(out / "document_roles.csv")
     assert set(r.text_set) == {"all starting passages", "chosen starts", "labelled text (score)"}
@@ -46,6 +48,7 @@ def test_document_roles_and_base_rate(out):
 
 
 @needs_model
+@pytest.mark.slow
 def test_trend_table(out):
     c = pd.read_csv(out / "trend.csv")
     assert set(c.quantity) == {"time_in_region", "escaped"}
@@ -57,6 +60,7 @@ def test_trend_table(out):
 
 
 @needs_model
+@pytest.mark.slow
 def test_time_in_region(out):
     t = pd.read_csv(out / "time_in_region.csv")
     assert list(t.columns[:6]) == ["temperature", "start", "chains", "fraction", "ci_low", "ci_high"]
@@ -66,6 +70,7 @@ def test_time_in_region(out):
 
 
 @needs_model
+@pytest.mark.slow
 def test_escape_times(out):
     e = pd.read_csv(out / "escape_times.csv")
     assert list(e.columns[:6]) == ["temperature", "chains", "escaped", "escape_fraction", "ci_low", "ci_high"]
@@ -85,6 +90,7 @@ def test_escape_times(out):
 
 
 @needs_model
+@pytest.mark.slow
 def test_start_memory_and_the_calibrated_level_checks(out):
     m = pd.read_csv(out / "start_memory.csv")
     assert list(m.temperature) == TEMPS and (m.chains == 2 * STARTS).all()

@@ -153,6 +153,7 @@ def test_model_does_not_apply_to_an_exact_page(world, capsys):
     assert plan.plan([PROBE], "cpu", model="roberta-base", notebooks_dir=nb_dir)[PROBE][0].model == "Ising chain"
 
 
+@pytest.mark.slow  # the page executes twice: here, and in the pytest its own test runs in
 @pytest.mark.parametrize("name, kind", [(PROBE, ["--exact-only"]), (MODEL_PROBE, [])])
 def test_a_page_written_by_new_runs_in_the_smoke_profile_and_passes_its_own_test(world, tmp_path, name, kind):
     """End to end: the page executes (papermill, smoke profile), its check is calibrated with 30 nulls and decides,
@@ -170,7 +171,7 @@ def test_a_page_written_by_new_runs_in_the_smoke_profile_and_passes_its_own_test
     env = {**os.environ, "PYTHONPATH": str(REPO / "tests"), "HF_HUB_OFFLINE": "1"}
     ran = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
                           "--rootdir", str(world), str(world / "tests" / f"test_nb_{name[3:]}.py")],
-                         cwd=world, env=env, capture_output=True, text=True, timeout=600)
+                         cwd=world, env=env, capture_output=True, text=True)
     assert ran.returncode == 0 and "3 passed" in ran.stdout, ran.stdout[-3000:] + ran.stderr[-2000:]
 
 

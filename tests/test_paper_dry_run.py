@@ -193,6 +193,7 @@ def dry_book(tmp_path_factory):
     return max(runs + [rc]), root
 
 
+@pytest.mark.slow
 def test_the_dry_run_builds_the_book(dry_book):
     rc, root = dry_book
     assert rc == 0, f"see the failed attempts in {root / '_build' / 'staging'}"
@@ -200,6 +201,7 @@ def test_the_dry_run_builds_the_book(dry_book):
     assert f"dry run at scale {SCALE:g}" in (root / "book" / "_generated" / "execution.md").read_text()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", NOTEBOOKS)
 def test_each_notebook_ran_the_paper_profile_at_scale(dry_book, name):
     _, root = dry_book

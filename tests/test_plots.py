@@ -106,6 +106,6 @@ def test_map_fits_a_phones_column_in_the_book(monkeypatch, tmp_path):
     png = tmp_path / "page.png"
     subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
                     "--virtual-time-budget=5000", "--window-size=400,1200", f"--screenshot={png}",
-                    (tmp_path / "page.html").as_uri()], check=True, capture_output=True, timeout=120)
+                    (tmp_path / "page.html").as_uri()], check=True, capture_output=True)
     strip = np.asarray(Image.open(png).convert("L"))[:700, 372:]
     assert strip.min() > 240, "the map runs past the text column's right edge"

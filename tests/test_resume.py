@@ -10,55 +10,64 @@ import sys
 import time
 
 import pandas as pd
+import pytest
 
 from test_book import EXAMPLE
 
-# the example notebook with a slowed-down exact model, its chain checkpointed every 20 steps, and a count of the
-# forwards this kernel made (a resumed run makes fewer)
+# the example notebook with its chain checkpointed every 20 steps, a count of the forwards this kernel made (a resumed
+# run makes fewer), and, when HOLD is in its environment, a stop for good at the first forward after the first
+# checkpoint: the test's SIGKILL lands mid-chain however loaded the machine is
+HOLD = "GLAUBER_TEST_HOLD_AFTER_CHECKPOINT"
 SLOW = EXAMPLE.replace('Run("99_example"', 'Run("97_resume"').replace(
     "run.show()\n",
-    "import time\n"
-    "plain, calls = ising.logits, [0]\n"
-    "def slow(*args, **kwargs):\n"
+    "import os, threading\n"
+    "plain, calls, saved = ising.logits, [0], run.checkpoint(\"chains\")\n"
+    "def counted(*args, **kwargs):\n"
+    f"    if os.environ.get(\"{HOLD}\") and saved.exists():\n"
+    "        threading.Event().wait()\n"
     "    calls[0] += 1\n"
-    "    time.sleep(0.01)\n"
     "    return plain(*args, **kwargs)\n"
-    "ising.logits = slow\n"
+    "ising.logits = counted\n"
     "run.show()\n").replace(
     'seed=run["seed"], progress=True)',
     'seed=run["seed"], progress=True,\n                  checkpoint=run.checkpoint("chains"), checkpoint_every=20)\n'
     'run.save_table(pd.DataFrame({"forwards": [calls[0]]}), "forwards")')
 
 
-def _run(root, nbs, stdout=subprocess.DEVNULL):
+def _run(root, nbs, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, hold=False):
     cmd = [sys.executable, "-m", "glauber_mlm.cli", "run", "97_resume", "--profile", "smoke", "-p", "steps", "300",
            "--notebooks", str(nbs), "--root", str(root)]
-    return subprocess.Popen(cmd, start_new_session=True, stdout=stdout, stderr=subprocess.PIPE)
+    env = {**os.environ, HOLD: "1"} if hold else {k: v for k, v in os.environ.items() if k != HOLD}
+    return subprocess.Popen(cmd, start_new_session=True, stdout=stdout, stderr=stderr, env=env)
 
 
+@pytest.mark.slow
 def test_a_killed_run_resumes_to_the_uninterrupted_tables(tmp_path):
     nbs = tmp_path / "notebooks"
     nbs.mkdir()
     (nbs / "97_resume.py").write_text(SLOW)
-    assert 'checkpoint=run.checkpoint("chains")' in SLOW and "ising.logits = slow" in SLOW
+    assert 'checkpoint=run.checkpoint("chains")' in SLOW and "ising.logits = counted" in SLOW
 
     whole = tmp_path / "whole"
-    assert _run(whole, nbs).wait(timeout=300) == 0
+    first = _run(whole, nbs)
+    err = first.communicate()[1]
+    assert first.returncode == 0, err.decode()[-2000:]
     expected = (whole / "book" / "notebooks" / "97_resume" / "magnetisation.csv").read_bytes()
 
     root = tmp_path / "killed"
-    proc = _run(root, nbs)
+    log = tmp_path / "killed.log"
+    with log.open("wb") as stderr:
+        proc = _run(root, nbs, stderr=stderr, hold=True)
     checkpoints = root / "_build" / "checkpoints" / "97_resume"
-    deadline = time.time() + 240
-    while not list(checkpoints.rglob("chains.pt")) and time.time() < deadline and proc.poll() is None:
+    while not list(checkpoints.rglob("chains.pt")):
+        assert proc.poll() is None, "the run ended before its first checkpoint: " + log.read_text()[-2000:]
         time.sleep(0.2)
-    assert proc.poll() is None, "the run finished before its first checkpoint: slow the model down"
     os.killpg(proc.pid, signal.SIGKILL)  # the command and its kernel, mid-chain
     proc.wait()
     assert list(checkpoints.rglob("chains.pt")) and not (root / "book" / "notebooks" / "97_resume.ipynb").exists()
 
     resumed = _run(root, nbs, stdout=subprocess.PIPE)
-    said, err = resumed.communicate(timeout=300)
+    said, err = resumed.communicate()
     assert resumed.returncode == 0, err.decode()[-2000:]
     assert f"resuming 97_resume from its checkpoints in {checkpoints.resolve()}" in said.decode()
     page = (root / "book" / "notebooks" / "97_resume.ipynb").read_text()

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import re
+import tomllib
 
 import yaml
 
@@ -48,3 +49,16 @@ def test_the_jobs_run_what_the_readme_documents():
     book = next(s for s in _scripts(_jobs()["paper"]) if "glauber-mlm book" in s)
     assert "make book PROFILE=paper" in readme and "args=(--profile paper)" in book
     assert "make test" in readme and any(s.strip() == "make test" for s in _scripts(_jobs()["smoke"]))
+
+
+def test_ci_runs_the_slow_tests_after_make_test():
+    """`make test` leaves out the tests marked slow; .ci/run, the push job and the README run them after it."""
+    options = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
+    assert '-m "not slow"' in options["addopts"] and any(m.startswith("slow:") for m in options["markers"])
+    recipe = re.search(r"^test-slow:.*\n\t(.+)", (REPO / "Makefile").read_text(), re.M).group(1)
+    assert "-m slow" in recipe and recipe.endswith("|| [ $$? -eq 5 ]")  # status 5: nothing marked slow
+    ci = [line.strip() for line in (REPO / ".ci" / "run").read_text().splitlines()]
+    push = [s.strip() for s in _scripts(_jobs()["smoke"])]
+    for commands in (ci, push):
+        assert commands.index("make test") < commands.index("make test-slow")
+    assert "make test-slow" in (REPO / "README.md").read_text()
