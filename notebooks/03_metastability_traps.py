@@ -132,7 +132,8 @@ def planned_work(p: dict) -> list[Work]:
     chain, one forward per site of each start for their laws), ≤: repeated states are embedded once."""
     m, n, re = p["model"], p["length"], p["record_every"]
     cal, chains_ps, reach = p["calibration_passages"], 2 * p["starts"] * p["seeds"], len(p["temperatures"]) * p["chains"]
-    sentences = (cal * (1 + p["neighbours"]) + (p["steps"] // re + 1) * chains_ps * (1 + p["null_copies"] / 2)
+    twin_chains = p["null_copies"] * p["starts"] * p["seeds"]
+    sentences = (cal * (1 + p["neighbours"]) + (p["steps"] // re + 1) * (chains_ps + twin_chains)
                  + (p["reach_steps"] // re + 1) * reach)
     return [Work("calibration: one-token neighbours", m, n, cal * p["neighbours"], 1),
             Work("basin-free twins: site laws at each start", m, n, p["starts"] * p["seeds"] * n, 1),
