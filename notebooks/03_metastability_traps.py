@@ -273,7 +273,8 @@ print(report.by_chain_summary(by_chain, crit, radius, q_radius, kinds, run["step
 # **Calibration** (`planted.trap_twin_calibration`, {glue:text}`null_replicates` replicates each, at this page's chains,
 # steps, records, minimum dwell and radius rule): size on planted Glauber chains on independent sites at the chains'
 # change rates, power on planted two-well chains (a Curie–Weiss block of eight sites whose tokens move the embedding
-# along one direction) at the same rates, in a planted token geometry, each against its own twins built as here.
+# along one direction) at the same rates, in a planted token geometry, each against its own twins built as here: the
+# criterion passes {glue:text}`trap_power` of the two-well sets and {glue:text}`trap_size` of the basin-free ones.
 
 # %%
 low_emb = emb[:, :PS]

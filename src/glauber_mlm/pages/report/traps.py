@@ -53,7 +53,6 @@ def glue_design(run, kinds: dict[str, float], q_radius: float, q_panel: list[flo
                 "reach_steps", "null_copies", "null_replicates"):
         glue(key, int(run[key]), display=False)
     glue("cal_replicates", int(run["calibration_replicates"]), display=False)
-    glue("chains_ps", int(run["starts"] * run["seeds"]), display=False)
     glue("temperature", kinds["low τ"], display=False)
     glue("control_temperature", kinds["control"], display=False)
     glue("radius_quantile", q_radius, display=False)
