@@ -22,14 +22,19 @@ def out(tmp_path_factory):
 
 
 @needs_model
-def test_the_matched_null_is_one_row_per_chain_with_its_rank(out):
-    m = pd.read_csv(out / "matched_null.csv")
+def test_the_basin_free_twins_are_one_row_per_chain_with_its_rank(out):
+    m = pd.read_csv(out / "twins.csv")
     assert len(m) == PAIRS and m.change_rate.between(0, 1).all()
-    assert m.time_trapped_low.between(0, 1).all() and m.time_trapped_matched_null.between(0, 1).all()
+    assert m.time_trapped_low.between(0, 1).all() and m.time_trapped_twins.between(0, 1).all()
+    assert (m.trap_spread_low >= 0).all() and (m.trap_spread_twins >= 0).all()
+    radius = pd.read_csv(out / "calibration.csv").query("threshold == 'trap radius'").value.item()
+    assert np.allclose(m.excess_in_r2, (m.trap_spread_low - m.trap_spread_twins) / radius ** 2)
     checks = pd.read_csv(out / "checks.csv")
-    assert checks.check.str.startswith("at the calibrated radius, low-temperature chains are trapped more than their "
-                                       "matched null").sum() == 1
-    assert m.rank_among_null.between(0, 1).all()
+    assert checks.check.str.startswith("at the calibrated radius, low-temperature chains hold traps in more distinct "
+                                       "places than their basin-free twins").sum() == 1
+    assert m.rank_among_twins.between(0, 1).all()
+    by_chain = pd.read_csv(out / "time_trapped_by_chain.csv")
+    assert np.allclose(m.time_trapped_low, by_chain.time_trapped_low)   # one detector, two tables
 
 
 @needs_model
@@ -105,16 +110,17 @@ def test_sensitivity_panel_and_criterion(out):
     assert np.allclose(crit.difference, crit.time_trapped_low - crit.time_trapped_control)
     assert ((crit.ci_low <= crit.difference) & (crit.difference <= crit.ci_high)).all()
     assert (crit.separates == (crit.ci_low > 0)).all() and (crit.pairs == PAIRS).all()
-    # the criterion itself (low τ against its matched null) at every radius: the panel check counts these
-    assert ((crit.null_ci_low <= crit.null_difference) & (crit.null_difference <= crit.null_ci_high)).all()
-    assert np.allclose(crit.null_difference, crit.time_trapped_low - crit.time_trapped_matched_null)
-    assert (crit.beats_null == (crit.signflip_p < 0.05)).all() and crit.signflip_p.between(0, 1).all()
-    m = pd.read_csv(out / "matched_null.csv")
+    # the criterion itself (low τ against its basin-free twins) at every radius: the panel check counts these
+    assert ((crit.excess_ci_low <= crit.spread_excess) & (crit.spread_excess <= crit.excess_ci_high)).all()
+    assert (crit.beats_twins == ((crit.permutation_p < 0.05) & (crit.spread_excess >= 0.5))).all()
+    assert crit.permutation_p.between(0, 1).all()
+    m = pd.read_csv(out / "twins.csv")
     primary = crit[crit.primary].iloc[0]
-    assert primary.time_trapped_matched_null == pytest.approx(m.time_trapped_matched_null.mean())
+    assert primary.time_trapped_twins == pytest.approx(m.time_trapped_twins.mean())
+    assert primary.spread_excess == pytest.approx(m.excess_in_r2.mean())
     checks = pd.read_csv(out / "checks.csv")
     panel = checks[checks.check.str.contains("more than half of the panel")].iloc[0]
-    assert panel.value == f"{int(crit.beats_null.sum())} of {len(crit)}"
+    assert panel.value == f"{int(crit.beats_twins.sum())} of {len(crit)}"
     assert (out / "trap_sensitivity.png").is_file()
 
 
@@ -122,14 +128,15 @@ def test_sensitivity_panel_and_criterion(out):
 def test_every_mlm_check_is_calibrated_and_only_decisive_ones_decide(out):
     checks = pd.read_csv(out / "checks.csv", keep_default_na=False)
     side = checks.check.str.contains("hot control")          # the one side check no planted law can calibrate
-    trap = checks.check.str.contains("matched null")          # the trap checks: 200 replicates, the escape ones 100
-    assert (checks[trap].replicates == 200).all() and (checks[~side & ~trap].replicates == 100).all()
+    assert (checks[~side].replicates == 100).all()           # every calibrated check: 100 replicates of each law
+    core = checks[checks.core.astype(str) == "True"]
+    assert core.check.str.contains("basin-free twins").all() and len(core) == 1   # the escape checks are side checks
     assert (checks[side].replicates == 0).all()
     for _, c in checks[~side].iterrows():
         if c.outcome != "inconclusive":
             assert c.outcome == c.rule_says, c.to_dict()
     cal = pd.read_csv(out / "trap_calibration.csv")
-    assert cal.power.between(0, 1).all() and cal["size"].between(0, 1).all() and (cal.replicates == 200).all()
+    assert cal.power.between(0, 1).all() and cal["size"].between(0, 1).all() and (cal.replicates == 100).all()
 
 
 @needs_model

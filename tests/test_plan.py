@@ -12,7 +12,7 @@ import pytest
 import torch
 
 import glauber_mlm as gm
-from glauber_mlm.measures import margins, semantic
+from glauber_mlm.measures import margins, semantic, twins
 from glauber_mlm import exact
 from glauber_mlm.book.plan import (EXACT_DESIGNS, PUBLISHED_CONFIGS, CountingModel, Rates, Work, calibrate,
                                    calibrate_exact, forward_flops, has_plan, main, meeting, model_shape,
@@ -173,8 +173,12 @@ def test_03_chains_match_the_plan_exactly(mlm):
     reach = gm.glauber(escape, x_starts[np.tile(np.arange(p["chains"]) % P, len(p["temperatures"]))], p["reach_steps"],
                        temperature=taus, seed=p["seed"] + 1000, record_every=p["record_every"], speculate=1)
     assert (escape.rows, escape.calls) == (line(works, "escape chains").rows, line(works, "escape chains").calls)
-    # the trap null walks the chains' own embedding steps (signs randomised), so it embeds no sentence of its own
-    sentences = len(cal_rows) + len(neighbours) + math.prod(traj.states.shape[:2]) + math.prod(reach.states.shape[:2])
+    laws = CountingModel(mlm)   # the basin-free twins: one forward per site of each low-τ chain's start
+    twins.model_site_laws(laws, x_starts[np.repeat(np.arange(P), S)], p["temperature"])
+    assert (laws.rows, laws.calls) == (line(works, "basin-free twins").rows, line(works, "basin-free twins").calls)
+    twin_records = math.prod(traj.states.shape[:1]) * p["null_copies"] * PS   # each twin recorded as its chain
+    sentences = (len(cal_rows) + len(neighbours) + math.prod(traj.states.shape[:2]) + twin_records
+                 + math.prod(reach.states.shape[:2]))
     assert sentences == line(works, "sentences embedded").rows
 
 

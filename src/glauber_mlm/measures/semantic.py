@@ -341,21 +341,3 @@ def matched_rate_edits(x0: torch.Tensor, steps: int, rates, support_ids, record_
             recorded.append(t)
     return torch.stack(records), np.array(recorded)
 
-
-def sign_randomised_walks(emb: np.ndarray, copies: int = 1, seed: int = 0) -> np.ndarray:
-    """A null for traps matched to the chains' own moves: each chain's record-to-record embedding increments
-    Δ_t = e_{t+1} − e_t, kept at their times (so the edit rate, the timing of the edits and every step's length are
-    the chain's own), each multiplied by an independent random sign: w_0 = e_0, w_{t+1} = w_t + ε_t Δ_t.
-
-    A walk with independent, symmetric increments is unchanged in law by the signs; a chain that keeps returning to
-    where it was (a trap) has increments that cancel, and the signs break the cancellation. emb (R, B, d) →
-    (R, copies·B, d), copy c of chain b at column c·B + b."""
-    emb = np.asarray(emb, dtype=float)
-    if emb.ndim != 3 or emb.shape[0] < 2:
-        raise ValueError(f"need emb (R ≥ 2 records, B chains, d), got shape {emb.shape}.")
-    copies = check_int("copies", copies, 1)
-    steps = np.diff(emb, axis=0)                                                   # (R−1, B, d)
-    signs = np.random.default_rng(seed).choice([-1.0, 1.0], size=(copies, *steps.shape[:2], 1))
-    walks = emb[0][None] + np.concatenate([np.zeros((copies, 1, *emb.shape[1:])),
-                                           np.cumsum(signs * steps[None], axis=1)], axis=1)   # (copies, R, B, d)
-    return walks.transpose(1, 0, 2, 3).reshape(emb.shape[0], copies * emb.shape[1], emb.shape[2])

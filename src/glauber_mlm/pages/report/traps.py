@@ -53,7 +53,6 @@ def glue_design(run, kinds: dict[str, float], q_radius: float, q_panel: list[flo
                 "reach_steps", "null_copies", "null_replicates"):
         glue(key, int(run[key]), display=False)
     glue("cal_replicates", int(run["calibration_replicates"]), display=False)
-    glue("chains_ps", int(run["starts"] * run["seeds"]), display=False)
     glue("temperature", kinds["low τ"], display=False)
     glue("control_temperature", kinds["control"], display=False)
     glue("radius_quantile", q_radius, display=False)
@@ -61,12 +60,14 @@ def glue_design(run, kinds: dict[str, float], q_radius: float, q_panel: list[flo
     glue("delta_quantiles", Markdown(", ".join(f"{q:g}" for q in q_deltas)), display=False)
 
 
-def glue_trap_calibration(trap_cal, chain_step: float, jitter_sample: int) -> None:
-    """Glue the trap calibration's design values (the chains' median step, the planted jitters) and its size/power."""
+def glue_trap_calibration(trap_cal) -> None:
+    """Glue the trap criterion's rule (its margin and level) and its calibration's size and power for the prose."""
     from myst_nb import glue
 
-    glue("chain_step", chain_step, display=False)
-    glue("jitter_sample", int(jitter_sample), display=False)
+    from glauber_mlm.pages.planted.traps import TRAP_ALPHA, TRAP_MARGIN
+
+    glue("trap_margin", f"{TRAP_MARGIN:g}", display=False)
+    glue("trap_alpha", f"{TRAP_ALPHA:g}", display=False)
     glue("trap_size", f"{trap_cal.size:.3f}", display=False)
     glue("trap_power", f"{trap_cal.power:.3f}", display=False)
 
@@ -311,27 +312,28 @@ def by_chain_summary(by_chain: pd.DataFrame, crit: dict, radius: float, q_radius
     return "\n".join(lines)
 
 
-def matched_null_table(start_ids: list[str], chain_start: np.ndarray, chain_seed: np.ndarray, changed: np.ndarray,
-                       frac: np.ndarray, null_frac: np.ndarray, ranks: np.ndarray) -> pd.DataFrame:
-    """Per low-temperature chain: its change rate, time trapped, its matched null's, and its rank among its walks."""
+def twin_table(start_ids: list[str], chain_start: np.ndarray, chain_seed: np.ndarray, changed: np.ndarray,
+               scores: dict) -> pd.DataFrame:
+    """Per low-temperature chain at the calibrated radius: its change rate, time trapped and trap spread, its basin-free
+    twins' (means), the excess spread in units of r², and its rank among its twins."""
     PS = len(chain_start)
     return pd.DataFrame(dict(start_passage=[start_ids[chain_start[k]] for k in range(PS)], seed=chain_seed,
-                             change_rate=changed[:PS], time_trapped_low=frac[:PS], time_trapped_matched_null=null_frac,
-                             rank_among_null=ranks))
+                             change_rate=changed[:PS], time_trapped_low=scores["trapped"],
+                             time_trapped_twins=scores["twin_trapped"], trap_spread_low=scores["spread"],
+                             trap_spread_twins=scores["twin_spread"], excess_in_r2=scores["excess"],
+                             rank_among_twins=scores["rank"]))
 
 
-def matched_null_summary(radius: float, tau_low: float, frac_low: np.ndarray, null_frac: np.ndarray, copies: int,
-                         null_diff: tuple[float, float, float], trap_p: float, low_emb: np.ndarray, seed: int) -> str:
-    """Time trapped by the chains and by their matched null, the paired difference and the sign-flip p; and, as a
-    check of the null's construction, the largest difference between a null walk's step and the chain's it copies."""
-    null_walks = semantic.sign_randomised_walks(low_emb, 1, seed=seed)
-    same_steps = float(np.abs(np.linalg.norm(np.diff(null_walks, axis=0), axis=-1)
-                              - np.linalg.norm(np.diff(low_emb, axis=0), axis=-1)).max())
-    return (f"time trapped at radius {radius:.3f}: τ = {tau_low:g} {frac_low.mean():.0%}, its matched null "
-            f"({copies} sign-randomised walks per chain) {null_frac.mean():.0%}; paired difference "
-            f"{null_diff[0]:+.0%} [{null_diff[1]:+.0%}, {null_diff[2]:+.0%}] over {len(frac_low)} chains; sign-flip "
-            f"test of the chains' ranks among their walks: p = {trap_p:.3g}; largest difference between a "
-            f"null step and the chain's step it copies: {same_steps:.1e}")
+def twin_summary(radius: float, tau_low: float, scores: dict, copies: int, excess: tuple[float, float, float],
+                 passes: bool) -> str:
+    """The chains against their basin-free twins at the calibrated radius: time trapped, trap spread, the criterion."""
+    from glauber_mlm.pages.planted.traps import TRAP_ALPHA, TRAP_MARGIN
+
+    return (f"at radius {radius:.3f}, τ = {tau_low:g}: time trapped {scores['trapped'].mean():.0%}, its {copies} basin-free "
+            f"twins per chain {scores['twin_trapped'].mean():.0%}; trap spread {scores['spread'].mean():.3g} vs "
+            f"{scores['twin_spread'].mean():.3g}; excess {excess[0]:+.2f} r² [{excess[1]:+.2f}, {excess[2]:+.2f}] "
+            f"(95% bootstrap over {len(scores['spread'])} chains); permutation p = {scores['p']:.3g}; the criterion "
+            f"(p < {TRAP_ALPHA:g} and mean excess ≥ {TRAP_MARGIN:g} r²) {'passes' if passes else 'does not pass'}.")
 
 
 def calibration_rows(named: dict, **extra) -> pd.DataFrame:
@@ -380,48 +382,55 @@ def traps_figure(traps: pd.DataFrame, kinds: dict[str, float], start_ids: list[s
     return fig
 
 
-def traps_finding(traps: pd.DataFrame, trap_summary: pd.DataFrame, radius: float, frac_low: np.ndarray,
-                  null_frac: np.ndarray, crit: dict, null_diff: tuple[float, float, float], trap_p: float) -> str:
-    """The traps at the calibrated radius: time trapped against the matched null and the control, and the test."""
+def traps_finding(traps: pd.DataFrame, trap_summary: pd.DataFrame, radius: float, scores: dict, crit: dict,
+                  excess: tuple[float, float, float], passes: bool) -> str:
+    """The traps at the calibrated radius: time trapped and trap spread against the basin-free twins and the control,
+    and the criterion's answer."""
+    from glauber_mlm.pages.planted.traps import TRAP_ALPHA, TRAP_MARGIN
+
     low_traps = traps[traps.kind == "low τ"]
     dwell_text = ("beyond every run" if not np.isfinite(trap_summary.median_dwell.iloc[0]) else
                   f"{trap_summary.median_dwell.iloc[0]:g} steps")
-    return (f"At the calibrated radius r = {radius:.3f} the low-temperature chains spend {frac_low.mean():.0%} of their run "
-            f"in {len(low_traps)} traps ({int((~low_traps.escaped).sum())} still open when the run ends; Kaplan–Meier "
-            f"median dwell {dwell_text}), their matched null {null_frac.mean():.0%} and the hot controls "
-            f"{crit['time_trapped_control']:.0%}. The paired difference from the matched null is {null_diff[0]:+.0%} "
-            f"[{null_diff[1]:+.0%}, {null_diff[2]:+.0%}] over {len(frac_low)} chains, and the sign-flip test of the "
-            f"chains' ranks among their null walks gives p = {trap_p:.3g} ({'below' if trap_p < 0.05 else 'not below'} "
-            f"0.05).")
+    return (f"At the calibrated radius r = {radius:.3f} the low-temperature chains spend {scores['trapped'].mean():.0%} of "
+            f"their run in {len(low_traps)} traps ({int((~low_traps.escaped).sum())} still open when the run ends; "
+            f"Kaplan–Meier median dwell {dwell_text}), their basin-free twins {scores['twin_trapped'].mean():.0%} and the "
+            f"hot controls {crit['time_trapped_control']:.0%}. Their traps spread {excess[0]:+.2f} r² "
+            f"[{excess[1]:+.2f}, {excess[2]:+.2f}] more than their twins' ({len(scores['spread'])} chains), "
+            f"permutation p = {scores['p']:.3g}: the criterion (p < {TRAP_ALPHA:g} and at least {TRAP_MARGIN:g} r²) "
+            + ("passes: the chains hold traps in more distinct places than basin-free chains changing tokens as often."
+               if passes else "does not pass: these traps are no more spread out than a basin-free chain's at the same "
+               "change rate, which sits in one place however slowly it moves."))
 
 
 # ---- sensitivity to the radius --------------------------------------------------------------------------------------
 
 SENSITIVITY_COLUMNS = ["radius_quantile", "radius", "kind", "time_trapped", "time_trapped_ci_low", "time_trapped_ci_high",
                        "traps_per_chain", "median_dwell", "median_dwell_ci_low", "median_dwell_ci_high"]
-CRITERION_COLUMNS = ["radius_quantile", "radius", "pairs", "time_trapped_low", "time_trapped_matched_null",
-                     "null_difference", "null_ci_low", "null_ci_high", "signflip_p", "beats_null", "time_trapped_control",
+CRITERION_COLUMNS = ["radius_quantile", "radius", "pairs", "time_trapped_low", "time_trapped_twins", "spread_excess",
+                     "excess_ci_low", "excess_ci_high", "permutation_p", "beats_twins", "time_trapped_control",
                      "difference", "ci_low", "ci_high", "separates"]
 
 
-def criterion_row(q: float, q_radius: float, crit: dict, null_r: np.ndarray, diff_r: np.ndarray, p_r: float,
-                  seed: int) -> dict:
-    """The criterion at one radius of the panel: the control comparison, the matched null's and the sign-flip p."""
-    nd = bootstrap_ci(diff_r, seed=seed)  # low τ − its matched null (descriptive)
-    return dict(radius_quantile=q, primary=q == q_radius, **crit, time_trapped_matched_null=null_r.mean(),
-                null_difference=nd[0], null_ci_low=nd[1], null_ci_high=nd[2], signflip_p=p_r, beats_null=bool(p_r < 0.05))
+def criterion_row(q: float, q_radius: float, crit: dict, scores: dict, seed: int) -> dict:
+    """The criterion at one radius of the panel: the basin-free twins' comparison and the hot control's."""
+    from glauber_mlm.pages.planted.traps import criterion_passes
+
+    ex = bootstrap_ci(scores["excess"], seed=seed)  # descriptive: the size of the excess spread
+    return dict(radius_quantile=q, primary=q == q_radius, **crit, time_trapped_twins=scores["twin_trapped"].mean(),
+                spread_excess=ex[0], excess_ci_low=ex[1], excess_ci_high=ex[2], permutation_p=scores["p"],
+                beats_twins=criterion_passes(scores))
 
 
-def sensitivity_tables(trap_analysis, radii: dict[float, float], q_radius: float, null_panel: np.ndarray,
-                       null_diffs: np.ndarray, null_p: np.ndarray, seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+def sensitivity_tables(trap_analysis, radii: dict[float, float], q_radius: float, scores: list[dict], seed: int
+                       ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The page's `trap_analysis` at every radius of the panel: the summary rows, and the criterion row per radius
-    (the matched null's time trapped at every radius was computed with the criterion)."""
+    (`scores`: `planted.trap_twin_scores` at each radius)."""
     sens_rows, crit_rows = [], []
-    for (q, r), null_r, diff_r, p_r in zip(radii.items(), null_panel, null_diffs, null_p):
+    for (q, r), sc in zip(radii.items(), scores):
         _, _, summ, cr = trap_analysis(float(r))
         summ.insert(0, "radius_quantile", q)
         sens_rows.append(summ)
-        crit_rows.append(criterion_row(q, q_radius, cr, null_r, diff_r, p_r, seed=seed))
+        crit_rows.append(criterion_row(q, q_radius, cr, sc, seed=seed))
     return pd.concat(sens_rows, ignore_index=True), pd.DataFrame(crit_rows)
 
 
@@ -459,20 +468,19 @@ def sensitivity_figure(sensitivity: pd.DataFrame, radii: dict[float, float], rad
 
 def sensitivity_prose(sensitivity: pd.DataFrame, criterion: pd.DataFrame) -> tuple[str, str]:
     """(the printed summary, the glued finding) of the radius panel."""
-    held = int(criterion.beats_null.sum())
-    said = (f"low-temperature chains are trapped more than their matched null (sign-flip p < 0.05) at {held} of "
+    held = int(criterion.beats_twins.sum())
+    said = (f"the trap criterion (traps more spread out than the basin-free twins') holds at {held} of "
             f"{len(criterion)} radii (jitter quantiles "
-            f"{', '.join(f'{q:g}' for q in criterion.radius_quantile[criterion.beats_null])}"
+            f"{', '.join(f'{q:g}' for q in criterion.radius_quantile[criterion.beats_twins])}"
             f"{'none' if held == 0 else ''}); more than the hot control at {int(criterion.separates.sum())} of "
             f"{len(criterion)}.")
     low_sens = sensitivity[sensitivity.kind == "low τ"]
     finding = (
-        f"Low-temperature chains are trapped more than their matched null (sign-flip test over chains, p < 0.05) at "
-        f"{held} of {len(criterion)} radii and more than the hot control at {int(criterion.separates.sum())} of "
+        f"The trap criterion (traps more spread out than the basin-free twins') holds at {held} of {len(criterion)} "
+        f"radii; the chains are trapped more than the hot control at {int(criterion.separates.sum())} of "
         f"{len(criterion)}; their time trapped goes from {low_sens.time_trapped.iloc[0]:.0%} at r = "
         f"{low_sens.radius.iloc[0]:.3f} to {low_sens.time_trapped.iloc[-1]:.0%} at r = {low_sens.radius.iloc[-1]:.3f}, "
-        f"their matched null's from {criterion.time_trapped_matched_null.iloc[0]:.0%} to "
-        f"{criterion.time_trapped_matched_null.iloc[-1]:.0%}.")
+        f"their twins' from {criterion.time_trapped_twins.iloc[0]:.0%} to {criterion.time_trapped_twins.iloc[-1]:.0%}.")
     return said, finding
 
 
@@ -604,8 +612,8 @@ def slope_prose(slope_fit: dict, mid_delta: float, starts: int, chains: int, rea
 
 # ---- the result box -------------------------------------------------------------------------------------------------
 
-def key_numbers(radius: float, q_radius: float, kinds: dict[str, float], frac: np.ndarray, null_frac: np.ndarray,
-                null_diff: tuple[float, float, float], trap_p: float, crit: dict, trap_summary: pd.DataFrame,
+def key_numbers(radius: float, q_radius: float, kinds: dict[str, float], frac: np.ndarray, scores: dict,
+                excess: tuple[float, float, float], crit: dict, trap_summary: pd.DataFrame,
                 held: int, radii_n: int, mid_delta: float, mid_q: float, slope_fit: dict, chains_n: int,
                 ends: pd.DataFrame) -> dict[str, str]:
     """The result box's key numbers: the radius, the trap criterion and its side readings, the dwell, the panel,
@@ -615,10 +623,11 @@ def key_numbers(radius: float, q_radius: float, kinds: dict[str, float], frac: n
     low_row = trap_summary.set_index("kind").loc["low τ"]
     return {
         "trap radius r, calibrated before any chain ran": f"{radius:.3f} (one-token jitter quantile {q_radius:g})",
-        f"time trapped, τ = {tau_low:g} vs its matched null (walks of its own increments, random signs; paired "
-        "difference, 95% bootstrap over chains; sign-flip test of the ranks)":
-            f"{frac[:PS].mean():.0%} vs {null_frac.mean():.0%}: {null_diff[0]:+.0%} [{null_diff[1]:+.0%}, "
-            f"{null_diff[2]:+.0%}]; p = {trap_p:.3g}",
+        f"trap spread, τ = {tau_low:g} minus its basin-free twins' (independent sites at its change rate), in r² "
+        "(95% bootstrap over chains; permutation test within chains)":
+            f"{excess[0]:+.2f} [{excess[1]:+.2f}, {excess[2]:+.2f}]; p = {scores['p']:.3g}",
+        f"time trapped, τ = {tau_low:g} vs its basin-free twins":
+            f"{frac[:PS].mean():.0%} vs {scores['twin_trapped'].mean():.0%}",
         f"side reading, uncalibrated: time trapped, τ = {tau_low:g} vs the hot control τ = {tau_ctl:g}":
             f"{crit['time_trapped_low']:.0%} vs {crit['time_trapped_control']:.0%} (means over {PS} paired chains)",
         "side reading, uncalibrated: paired difference from the hot control (95% bootstrap over pairs)":
@@ -626,10 +635,10 @@ def key_numbers(radius: float, q_radius: float, kinds: dict[str, float], frac: n
         f"Kaplan–Meier median dwell at τ = {tau_low:g}":
             f"{low_row.median_dwell:g} [{low_row.median_dwell_ci_low:g}, {low_row.median_dwell_ci_high:g}] steps "
             f"({int(low_row.censored)} of {int(low_row.escaped + low_row.censored)} traps censored; inf: beyond every run)",
-        "radii of the panel at which the criterion holds (low τ above its matched null)": f"{held} of {radii_n}",
-        f"slope of log escape time on 1/τ (δ = {mid_delta:.2f}, censored fit, 95% bootstrap over starts)":
+        "radii of the panel at which the criterion holds (traps more spread out than the twins')": f"{held} of {radii_n}",
+        f"side reading: slope of log escape time on 1/τ (δ = {mid_delta:.2f}, censored fit, 95% bootstrap over starts)":
             f"{slope_fit['slope']:.3g} [{slope_fit['slope_low']:.3g}, {slope_fit['slope_high']:.3g}] "
             f"({slope_fit['censored']} of {chains_n} chains censored)",
-        **{f"chains reaching δ = {r.delta:.2f} (q = {mid_q:g}) at τ = {r.temperature:g}":
+        **{f"side reading: chains reaching δ = {r.delta:.2f} (q = {mid_q:g}) at τ = {r.temperature:g}":
            f"{r.fraction:.0%} [{r.ci_low:.0%}, {r.ci_high:.0%}] of {r.chains}" for r in ends.itertuples()},
     }
