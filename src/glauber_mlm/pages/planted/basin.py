@@ -1,5 +1,5 @@
-"""The political basin (page 04): Page's trend test blocked by start and the level gap against the matched false-
-positive rate.
+"""The political basin (page 04): Page's trend test blocked by start, the level gap against one reference, and the
+combined rule "above the reference under every null family".
 """
 from __future__ import annotations
 
