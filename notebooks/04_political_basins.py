@@ -387,7 +387,7 @@ memory_at = dict(zip(start_memory.temperature, start_memory.remembers))  # True:
 # every τ's share, for reference.
 
 # %%
-t_lo, t_hi = min(temps), max(temps)
+t_lo = min(temps)
 at_lo = meta[meta.temperature == t_lo]
 share = at_lo.groupby("start").changed.mean()  # the chains' share of changed sites at the lowest τ, per start type
 support = torch.nonzero(mlm.support).squeeze(1)
