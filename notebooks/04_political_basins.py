@@ -383,8 +383,8 @@ memory_at = dict(zip(start_memory.temperature, start_memory.remembers))  # True:
 #
 # For attraction the edited passages are other-topic ones at the non-political chains' share; for persistence,
 # politics passages at the political chains' share (`political.null_family_calls`; every text, its document and its
-# call are in `null_texts.csv`). Intervals resample documents. The table below it gives the uniform-edit rate at
-# every τ's share, for reference.
+# call are in `null_texts.csv`), each from a random sample of its topic's passages. Intervals resample documents. The
+# table below it gives the uniform-edit rate at every τ's share, for reference.
 
 # %%
 t_lo = min(temps)
@@ -392,7 +392,9 @@ at_lo = meta[meta.temperature == t_lo]
 share = at_lo.groupby("start").changed.mean()  # the chains' share of changed sites at the lowest τ, per start type
 support = torch.nonzero(mlm.support).squeeze(1)
 NULL_TEXTS = 300
-other_rows, politics_rows = np.flatnonzero(~base_topic)[:NULL_TEXTS], np.flatnonzero(base_topic)[:NULL_TEXTS]
+pick = np.random.default_rng(run["seed"])  # a random sample of each topic: its first rows hold few documents
+other_rows, politics_rows = (np.sort(pick.choice(topic, min(NULL_TEXTS, topic.size), replace=False))
+                             for topic in (np.flatnonzero(~base_topic), np.flatnonzero(base_topic)))
 attraction_texts = political.null_family_calls(
     score, lambda t: semantic.embed(emb_model, t), mlm.decode, mlm, all_states[torch.as_tensor(other_rows)],
     float(share["not political"]), t_lo, support, documents=base_docs[other_rows], seed=run["seed"])
