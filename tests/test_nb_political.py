@@ -101,24 +101,58 @@ def test_start_memory_and_the_calibrated_level_checks(out):
     assert (m.other_starts > 0.8).all()  # passages of different documents differ at most of their sites
     assert (m.remembers == (m.gap_low > 0)).all()
     cal = pd.read_csv(out / "level_calibration.csv")
-    assert set(cal.check) == {"political vs non-political starts", "non-political starts vs edited text",
-                              "non-political starts vs conditional edits"}
+    level = ["political vs non-political starts"] + [f"{claim}: {family}" for claim in ("attraction", "persistence")
+                                                     for family in political.NULL_FAMILIES]
+    assert set(cal.check) == set(level) | {"persistence: every family", "attraction: every family"}
     assert cal.power.between(0, 1).all() and cal["size"].between(0, 1).all()
     checks = pd.read_csv(out / "checks.csv", keep_default_na=False)
-    assert len(checks) == 4 and checks.replicates.gt(0).all()  # every check calibrated
-    for check, name in ((0, "political vs non-political starts"), (3, "non-political starts vs conditional edits")):
+    assert len(checks) == 11 and checks.replicates.gt(0).all()  # every check calibrated
+    assert checks.core.tolist() == [True] * 5 + [False] * 6  # the verdict: start gap, two trends, every-family checks
+    for check, name in ((0, "political vs non-political starts"), (3, "persistence: every family"),
+                        (4, "attraction: every family")):
         first = cal[cal.check == name].iloc[0]
         assert first.design == f"{STARTS} starts per type"
         assert checks.power[check] == pytest.approx(first.power) and checks["size"][check] == pytest.approx(first["size"])
-    assert checks.threshold[3] == "passes when the interval lies above 0"
-    # memory of the start keeps the comparisons across starts and across τ from deciding (computed, issue 36)
+    # memory of the start keeps every comparison from deciding, the attraction check's included (issue 42)
     lowest = m.sort_values("temperature").iloc[0]
+    level_rows = checks.index.difference([1, 2])
     if lowest.remembers:
-        assert checks.outcome[0] == "inconclusive" and "forget their start" in checks.to_decide[0]
+        assert (checks.outcome[level_rows] == "inconclusive").all()
+        assert (checks.rule_says[level_rows] == "not computable").all()
+        assert checks.to_decide[level_rows].str.contains("forget their start").all()
     if m.remembers.any():
         assert (checks.outcome[1:3] == "inconclusive").all()
-    null = pd.read_csv(out / "conditional_false_positives.csv").iloc[0]
-    assert null.temperature == min(TEMPS) and 0 <= null.changed <= 1 and null.ci_low <= null.fraction <= null.ci_high
+
+
+@needs_model
+def test_the_deciding_comparisons_recompute_from_the_published_tables(out):
+    """chains.csv holds every chain of every start type and null_texts.csv every null text: each level check's
+    difference is recomputed from them alone (issue 42)."""
+    from glauber_mlm.stats import difference_ci
+
+    chains = pd.read_csv(out / "chains.csv")
+    assert len(chains) == 2 * STARTS * len(TEMPS) and set(chains.start) == {"political", "not political"}
+    assert chains[["time_in_region", "changed", "own_start", "other_starts"]].stack().between(0, 1).all()
+    tir = pd.read_csv(out / "time_in_region.csv").set_index(["temperature", "start"])
+    assert np.allclose(chains.groupby(["temperature", "start"]).time_in_region.mean(), tir.fraction.sort_index())
+    texts = pd.read_csv(out / "null_texts.csv")
+    assert set(zip(texts.claim, texts.family)) == {(c, f) for c in ("attraction", "persistence")
+                                                  for f in political.NULL_FAMILIES}
+    clean = texts[texts.family == "clean text"].groupby("claim")
+    assert clean.called.apply(list)["attraction"] == clean.called.apply(list)["persistence"]  # the same text
+    assert (texts[texts.family == "clean text"].changed == 0).all() and texts.called.isin([0, 1]).all()
+    families = pd.read_csv(out / "null_families.csv").set_index(["claim", "family"])
+    assert np.allclose(texts.groupby(["claim", "family"]).called.mean(), families.fraction.sort_index())
+    checks = pd.read_csv(out / "checks.csv", keep_default_na=False)
+    lo = chains[chains.temperature == min(TEMPS)]
+    for claim, kind, words in (("persistence", "political", "from political starts"),
+                               ("attraction", "not political", "from non-political starts")):
+        g = lo[lo.start == kind]
+        for family in political.NULL_FAMILIES:
+            ref = texts[(texts.claim == claim) & (texts.family == family)]
+            d = difference_ci(g.time_in_region, g.start_id, ref.called, ref.document, seed=0)
+            row = checks[checks.check.str.contains(words) & checks.check.str.contains(f"({family};", regex=False)]
+            assert len(row) == 1 and row.value.iloc[0].startswith(f"{d[0]:+.2f} [{d[1]:+.2f}, {d[2]:+.2f}]")
 
 
 @needs_model

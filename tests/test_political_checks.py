@@ -92,16 +92,74 @@ def test_recentred_fractions_keep_the_units_and_move_the_mean():
     assert v.shape == values.shape and np.bincount(u).tolist() == [2] * 20 and v.min() >= 0 and v.max() <= 1
 
 
-@pytest.mark.parametrize("reference_texts", [None, 300])
-def test_level_gap_rule_has_power_on_a_planted_gap_and_keeps_its_size(reference_texts):
+def texts_of(documents: int, per_document: int, p: float, seed: int = 0):
+    """0/1 texts called political with probability p, `per_document` texts to each of `documents` documents."""
+    rng = np.random.default_rng(seed)
+    return (rng.random(documents * per_document) < p).astype(float), np.repeat(np.arange(documents), per_document)
+
+
+@pytest.mark.parametrize("reference", [None, texts_of(60, 5, 0.3)])
+def test_level_gap_rule_has_power_on_a_planted_gap_and_keeps_its_size(reference):
     """Chains with a start spread of 0.1: a planted gap of 0.3 is found, no gap is not (intervals apart)."""
     rng = np.random.default_rng(1)
     units = np.repeat(np.arange(20), 2)
     values = np.clip(0.3 + rng.normal(0, 0.1, 20)[units] + rng.normal(0, 0.05, 40), 0, 1)
-    cal = basin.level_gap_calibration(values, units, 0.3, 0.3, reference_texts=reference_texts, replicates=60)
+    mean = 0.3 if reference is None else float(reference[0].mean())
+    cal = basin.level_gap_calibration(values, units, mean, 0.3, reference=reference, replicates=60)
     assert cal.power >= 0.9 and cal.size <= 0.05, cal
-    weak = basin.level_gap_calibration(values, units, 0.3, 0.02, reference_texts=reference_texts, replicates=60)
+    weak = basin.level_gap_calibration(values, units, mean, 0.02, reference=reference, replicates=60)
     assert weak.power < 0.3, weak  # a gap inside the intervals is not found: the rule can fail
+
+
+def test_under_every_family_passes_on_all_fails_on_none_and_stays_silent_when_they_disagree():
+    above, below = (0.2, 0.1, 0.3), (0.0, -0.1, 0.1)
+    assert political.under_every_family({"a": above, "b": above}) is True
+    assert political.under_every_family({"a": below, "b": below}) is False
+    assert political.under_every_family({"a": above, "b": below}) is None
+    with pytest.raises(ValueError, match="at least one"):
+        political.under_every_family({})
+
+
+def test_every_family_calibration_is_decided_by_the_strictest_family():
+    """Chains 0.25 above the strictest of three references (0.15, 0.25, 0.4) pass under all three; chains at it pass
+    under all three no more often than the level rule's own size; a truth only above the weakest reference rarely
+    passes under all."""
+    rng = np.random.default_rng(2)
+    units = np.repeat(np.arange(20), 2)
+    values = np.clip(0.4 + rng.normal(0, 0.1, 20)[units] + rng.normal(0, 0.05, 40), 0, 1)
+    refs = {f: texts_of(60, 5, p, seed=k) for k, (f, p) in enumerate(zip(political.NULL_FAMILIES, (0.15, 0.25, 0.4)))}
+    cal = basin.every_family_calibration(values, units, refs, 0.25, replicates=60)
+    assert cal.power >= 0.9 and cal.size <= 0.05, cal
+    assert f"({max(r[0].mean() for r in refs.values()):.2f})" in cal.calibrated_on
+    weak = basin.every_family_calibration(values, units, refs, 0.02, replicates=60)
+    assert weak.power < 0.3, weak
+
+
+def test_null_family_calls_write_each_family_at_the_share_and_score_it():
+    """Every site prefers token 3 and a text is 'political' when most of its sites are 3: clean text (all 0) is never
+    called; conditional edits at share 1 always are (every site to 3); uniform edits over {3} at share 0.5 are called
+    when more than 3 of 6 sites moved, P(Binomial(6, 0.5) ≥ 4) = 0.34375."""
+    from glauber_mlm import exact
+
+    h = torch.zeros(6, 5, dtype=torch.float64)
+    h[:, 3] = 4.0
+    model = exact.PairwiseModel(torch.zeros(6, 6, 5, 5, dtype=torch.float64), h)
+    x0 = torch.zeros(600, 6, dtype=torch.long)
+    decode = lambda s: [row.tolist() for row in s]  # noqa: E731
+    embed = lambda texts: np.array([np.mean(np.array(t) == 3) for t in texts])  # noqa: E731
+    docs = np.repeat(np.arange(300), 2)
+    calls = political.null_family_calls(Score(), embed, decode, model, x0, 0.5, 0.05, [3], docs, seed=3)
+    by = calls.groupby("family")
+    assert list(by.size().reindex(political.NULL_FAMILIES)) == [600] * 3 and (calls.rate == 0.5).all()
+    assert by.called.mean()["clean text"] == 0 and (calls[calls.family == "clean text"].changed == 0).all()
+    assert abs(by.changed.mean()["uniform edits"] - 0.5) < 0.03 and abs(by.changed.mean()["conditional edits"] - 0.5) < 0.03
+    p, lo, hi = political.fraction_ci(calls[calls.family == "uniform edits"].called, docs, seed=0)
+    assert lo <= 0.34375 <= hi
+    full = political.null_family_calls(Score(), embed, decode, model, x0, 1.0, 0.05, [3], docs,
+                                       families=("conditional edits",))
+    assert set(full.family) == {"conditional edits"} and (full.called == 1).all()
+    with pytest.raises(ValueError, match="one document per text"):
+        political.null_family_calls(Score(), embed, decode, model, x0, 0.5, 0.05, [3], docs[:10])
 
 
 def test_conditional_edits_change_the_share_of_sites_from_the_models_conditional():

@@ -228,17 +228,23 @@ def corrupted_false_positives(score: PoliticalScore, embed, states, support_ids,
     drawn uniformly from `support_ids` (the tokens a chain may visit), the text decoded (`decode`), embedded (`embed`)
     and scored: what the score calls political in text edited as much as a chain edits it, but with no pull towards
     any topic. Rows: rate, texts, fraction (called political), ci_low, ci_high (Wilson)."""
-    import torch
-
     rows = []
-    support_ids = torch.as_tensor(support_ids)
     for rate in rates:
-        edit = torch.as_tensor(rng.random(tuple(states.shape)) < rate)
-        random_tokens = support_ids[torch.as_tensor(rng.integers(0, len(support_ids), tuple(states.shape)))]
-        inside = score.inside(embed(decode(torch.where(edit, random_tokens, states))))
+        inside = score.inside(embed(decode(uniform_edits(states, support_ids, rate, rng))))
         f, lo, hi = proportion_ci(int(inside.sum()), inside.size)
         rows.append(dict(rate=float(rate), texts=int(inside.size), fraction=f, ci_low=lo, ci_high=hi))
     return pd.DataFrame(rows)
+
+
+def uniform_edits(states, support_ids, rate: float, rng: np.random.Generator):
+    """Text edited at random: each site of `states` (N, n) replaced with probability `rate` by a token drawn uniformly
+    from `support_ids` (the tokens a chain may visit). Returns the edited states (N, n)."""
+    import torch
+
+    states, support_ids = torch.as_tensor(states), torch.as_tensor(support_ids)
+    edit = torch.as_tensor(rng.random(tuple(states.shape)) < rate)
+    random_tokens = support_ids[torch.as_tensor(rng.integers(0, len(support_ids), tuple(states.shape)))]
+    return torch.where(edit, random_tokens, states)
 
 
 def start_memory(starts, ends, units) -> pd.DataFrame:
@@ -294,14 +300,43 @@ def conditional_edits(model, states, share: float, temperature: float, seed: int
     return out
 
 
-def conditional_false_positives(score: PoliticalScore, embed, model, states, share: float, temperature: float,
-                                decode, seed: int = 0) -> tuple[dict, np.ndarray]:
-    """The score's false-positive rate on non-political text edited by `conditional_edits` (the chains' share of
-    changed sites, the model's conditional at `temperature`): (row with rate, temperature, texts, fraction, ci_low,
-    ci_high (Wilson), changed (the share of sites actually changed)); and the 0/1 calls, one per text."""
-    edited = conditional_edits(model, states, share, temperature, seed=seed)
-    inside = np.asarray(score.inside(embed(decode(edited))), dtype=float)
-    f, lo, hi = proportion_ci(int(inside.sum()), inside.size)
-    changed = float((edited != states).float().mean())
-    return dict(rate=float(share), temperature=float(temperature), texts=int(inside.size), fraction=f, ci_low=lo,
-                ci_high=hi, changed=changed), inside
+# ---------------------------------------------------------------- the null families of the level checks
+
+NULL_FAMILIES = ("clean text", "uniform edits", "conditional edits")
+
+
+def null_family_calls(score: PoliticalScore, embed, decode, model, states, share: float, temperature: float,
+                      support_ids, documents, seed: int = 0, families=NULL_FAMILIES) -> pd.DataFrame:
+    """What the score calls political in text written with no dynamics, under each null family of `families`
+    (`NULL_FAMILIES`): the texts `states` (N, n) unedited ("clean text"); each site replaced with probability `share`
+    by a uniform token of `support_ids` ("uniform edits", `uniform_edits`); each site edited with probability `share`
+    from the model's conditional at `temperature` ("conditional edits", `conditional_edits`). Rows: family, text
+    (0 … N−1), document (`documents[text]`, the unit to resample), rate (`share`), changed (share of the text's sites
+    changed), called (1: in the region). Seeded."""
+    import torch
+
+    states, documents = torch.as_tensor(states), np.asarray(documents)
+    unknown = set(families) - set(NULL_FAMILIES)
+    if unknown or documents.shape != (len(states),):
+        raise ValueError(f"need families among {NULL_FAMILIES} and one document per text, got {sorted(unknown)} and "
+                         f"{documents.shape} documents for {len(states)} texts.")
+    write = {"clean text": lambda: states,
+             "uniform edits": lambda: uniform_edits(states, support_ids, share, np.random.default_rng(seed)),
+             "conditional edits": lambda: conditional_edits(model, states, share, temperature, seed=seed)}
+    frames = []
+    for family in families:
+        edited = write[family]()
+        frames.append(pd.DataFrame(dict(family=family, text=np.arange(len(states)), document=documents,
+                                        rate=float(share), changed=(edited != states).float().mean(1).numpy(),
+                                        called=np.asarray(score.inside(embed(decode(edited))), dtype=float))))
+    return pd.concat(frames, ignore_index=True)
+
+
+def under_every_family(gaps: dict[str, tuple[float, float, float]]) -> bool | None:
+    """The rule "more time in the region than every null family gives": True when each family's difference interval
+    (estimate, low, high) lies above 0, False when none does, None when the families disagree (the answer then depends
+    on which null is chosen, so it decides nothing)."""
+    above = [g[1] > 0 for g in gaps.values()]
+    if not above:
+        raise ValueError("under_every_family needs the difference under at least one null family.")
+    return True if all(above) else False if not any(above) else None

@@ -1,5 +1,5 @@
-"""The political basin (page 04): Page's trend test blocked by start and the level gap against the matched false-
-positive rate.
+"""The political basin (page 04): Page's trend test blocked by start, the level gap against one reference, and the
+combined rule "above the reference under every null family".
 """
 from __future__ import annotations
 
@@ -53,27 +53,33 @@ def recentred_fractions(rng: np.random.Generator, values, units, mean: float, st
     return v, np.repeat(np.arange(pick.size), [r.size for r in rows])
 
 
-def level_gap_calibration(values, units, reference_mean: float, effect: float, reference_texts: int | None = None,
+def _resampled(rng: np.random.Generator, values, units, starts: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """One planted reference of the same law and design: the reference's units resampled with replacement, each keeping
+    its rows (`recentred_fractions` at the reference's own mean)."""
+    return recentred_fractions(rng, values, units, float(np.mean(values)), starts)
+
+
+def level_gap_calibration(values, units, reference_mean: float, effect: float, reference=None,
                           starts: int | None = None, replicates: int = 200, seed: int = 0, calibrated_on: str = ""):
     """Power and size of notebook 04's rule "these chains spend more time in the region than a reference: the
     interval of the difference (`stats.difference_ci`, resampling starts) lies above 0" at its design.
 
     Planted chains: this run's per-chain values and starts (`recentred_fractions`) recentred at reference_mean +
     `effect` (truth) or at reference_mean (null: the chains carry nothing beyond the reference). The reference is
-    either planted chains of the same design at `reference_mean` or, with `reference_texts`, that many independent
-    0/1 texts called political with probability reference_mean (the false-positive rate on edited text).
-    `starts`: the planted runs' number of starts (default: this run's)."""
+    either planted chains of the same design at `reference_mean` or, with `reference` = (0/1 values, units) (the texts
+    of a null family and their documents), that reference with its units resampled. `starts`: the planted runs'
+    number of starts (default: this run's)."""
     from ..checks import calibrate
     from ...stats import difference_ci
 
-    def reference(rng: np.random.Generator):
-        if reference_texts is None:
+    def planted_reference(rng: np.random.Generator):
+        if reference is None:
             return recentred_fractions(rng, values, units, reference_mean, starts)
-        return (rng.random(reference_texts) < reference_mean).astype(float), np.arange(reference_texts)
+        return _resampled(rng, *reference)
 
     def draw(shift: float):
         def sample(rng: np.random.Generator):
-            return (*recentred_fractions(rng, values, units, reference_mean + shift, starts), *reference(rng),
+            return (*recentred_fractions(rng, values, units, reference_mean + shift, starts), *planted_reference(rng),
                     int(rng.integers(2**31)))
         return sample
 
@@ -84,3 +90,33 @@ def level_gap_calibration(values, units, reference_mean: float, effect: float, r
     return calibrate(rule, draw(effect), draw(0.0), replicates, seed=seed,
                      calibrated_on=calibrated_on or (f"this run's chains recentred at the reference + {effect:g} / at "
                                                      f"the reference ({reference_mean:.2f})"))
+
+
+def every_family_calibration(values, units, references: dict[str, tuple], effect: float, starts: int | None = None,
+                             replicates: int = 200, seed: int = 0, calibrated_on: str = ""):
+    """Power and size of notebook 04's combined rule `political.under_every_family` (pass: the difference interval
+    lies above 0 under every null family; fail: under none; otherwise no answer) at its design.
+
+    `references` maps each family to its (0/1 values, units); each replicate resamples every family's units. The
+    strictest family (the highest reference mean m*) decides both error rates: planted truth, this run's chains
+    recentred at m* + `effect` (the claim holds against every family); planted null, at m* (it fails against one).
+    A replicate on which the families disagree counts as not passing (`checks.calibrate`)."""
+    from ..checks import calibrate
+    from ...measures.political import under_every_family
+    from ...stats import difference_ci
+
+    top = max(float(np.mean(v)) for v, _ in references.values())
+
+    def draw(shift: float):
+        def sample(rng: np.random.Generator):
+            chains = recentred_fractions(rng, values, units, top + shift, starts)
+            return chains, {f: _resampled(rng, *ref) for f, ref in references.items()}, int(rng.integers(2**31))
+        return sample
+
+    def rule(data) -> bool | None:
+        chains, refs, s = data
+        return under_every_family({f: difference_ci(*chains, *ref, seed=s) for f, ref in refs.items()})
+
+    return calibrate(rule, draw(effect), draw(0.0), replicates, seed=seed,
+                     calibrated_on=calibrated_on or (f"this run's chains recentred at the strictest family's reference "
+                                                     f"+ {effect:g} / at it ({top:.2f})"))

@@ -136,9 +136,10 @@ def time_in_region_table(meta: pd.DataFrame, threshold: float, seed: int) -> pd.
     return pd.DataFrame(tir)
 
 
-def time_in_region_figure(time_in_region: pd.DataFrame, base_rate: pd.DataFrame, meta: pd.DataFrame,
-                          record_steps: np.ndarray, p_pol: np.ndarray, temps: list[float], run):
-    """Left: time in the region against τ with the static base rates; right: the mean score along the chains."""
+def time_in_region_figure(time_in_region: pd.DataFrame, base_rate: pd.DataFrame, null_families: pd.DataFrame,
+                          meta: pd.DataFrame, record_steps: np.ndarray, p_pol: np.ndarray, temps: list[float], run):
+    """Left: time in the region against τ with the static base rates and, left of the lowest τ, the deciding
+    references of each null family (open: persistence, filled: attraction); right: the mean score along the chains."""
     static = base_rate.set_index("passages")
     fig, axes = panels(2, height=5.0)
     ax = axes[0]
@@ -150,6 +151,15 @@ def time_in_region_figure(time_in_region: pd.DataFrame, base_rate: pd.DataFrame,
         r = static.loc[group]
         ax.axhspan(r.ci_low, r.ci_high, color=color, alpha=0.2, lw=0)
         ax.axhline(r.fraction, color=color, lw=1, ls="--", label=f"static base rate: {group}")
+    markers = dict(zip(political.NULL_FAMILIES, ("s", "^", "D")))
+    offsets = {("persistence", f): 0.86 ** (k + 1) for k, f in enumerate(political.NULL_FAMILIES)}
+    offsets |= {("attraction", f): 0.86 ** (k + 4) for k, f in enumerate(political.NULL_FAMILIES)}
+    for r in null_families.itertuples():
+        colour = "tab:red" if r.claim == "persistence" else "tab:blue"
+        interval_errorbar(ax, [r.temperature * offsets[r.claim, r.family]], [r.fraction], [r.ci_low], [r.ci_high],
+                          marker=markers[r.family], capsize=2, color=colour, ls="none",
+                          mfc="white" if r.claim == "persistence" else colour,
+                          label=f"{r.claim} null: {r.family} ({r.changed:.0%} of sites changed)")
     temperature_axis(ax, temps)
     ax.set(xlabel=r"temperature $\tau$", ylabel="share of time in the political region", ylim=(-0.03, 1.03),
            title=f"{run['steps']} steps, {run['starts']} starts × {run['seeds']} chains")
@@ -278,11 +288,16 @@ def at_temperatures(fpr: pd.DataFrame, edit_rate: pd.Series) -> pd.DataFrame:
     return fpr
 
 
-def conditional_summary(cond_row: dict, claim_share: float, t_claim: float) -> str:
-    """The matched null's false-positive rate on conditionally edited text, in a sentence."""
-    return (f"other-topic text with {cond_row['changed']:.0%} of its sites edited from the model's conditional at "
-            f"τ = {t_claim:g} (the non-political chains changed {claim_share:.0%}): {cond_row['fraction']:.0%} "
-            f"[{cond_row['ci_low']:.0%}, {cond_row['ci_high']:.0%}] of {cond_row['texts']} called political")
+def null_family_table(null_texts: pd.DataFrame, temperature: float, seed: int) -> pd.DataFrame:
+    """Per claim and null family (`political.null_family_calls`' rows): the share of its texts called political, with
+    an interval resampling documents, the share of sites the family was asked to change (rate) and changed."""
+    rows = []
+    for (claim, family), g in null_texts.groupby(["claim", "family"], sort=False):
+        f, lo, hi = political.fraction_ci(g.called, g.document, seed=seed)
+        rows.append(dict(claim=claim, family=family, temperature=temperature, rate=float(g.rate.iloc[0]),
+                         changed=float(g.changed.mean()), texts=len(g), documents=g.document.nunique(), fraction=f,
+                         ci_low=lo, ci_high=hi))
+    return pd.DataFrame(rows)
 
 
 # ---- memory of the start ------------------------------------------------------------------------------------------
@@ -324,10 +339,10 @@ def memory_note(start_memory: pd.DataFrame, held: list[float]) -> str:
                                                 for t in held))
 
 
-def memory_said(confound: str, rule_passes: bool) -> str:
+def memory_said(confound: str, rule_passes: bool | None) -> str:
     """What the rule alone says, when memory of the start keeps the check from deciding."""
-    return f" (the rule alone says {'pass' if rule_passes else 'fail'}; memory of the start confounds it)" \
-        if confound else ""
+    said = {True: "pass", False: "fail", None: "no answer"}[rule_passes]
+    return f" (the rule alone says {said}; memory of the start confounds it)" if confound else ""
 
 
 # ---- the level checks ---------------------------------------------------------------------------------------------
@@ -339,17 +354,53 @@ def level_table(designs: dict[str, dict]) -> pd.DataFrame:
          for name, ds in designs.items() for d, c in ds.items()])
 
 
-def level_calibrated_on(t_lo: float, t_hi: float, seeds: int, effect: float, fpr_hi: pd.Series,
-                        cond_row: dict) -> dict[str, str]:
-    """What each level check's calibration was planted on, with `{starts}` for the design's starts per type."""
-    return {"start": f"non-political starts' chains at τ = {t_lo:g} ({{starts}} starts × {seeds}), "
-                     f"resampled: political starts {effect:g} higher / the same",
-            "edited": f"non-political starts' chains at τ = {t_hi:g} ({{starts}} starts × {seeds}) "
-                      f"recentred {effect:g} above / at the false-positive rate on {int(fpr_hi.texts)} texts "
-                      f"edited at their rate ({fpr_hi.fraction:.0%}: edits that carry no topic)",
-            "drawn": f"non-political starts' chains at τ = {t_lo:g} ({{starts}} starts × {seeds}) "
-                     f"recentred {effect:g} above / at the false-positive rate on {cond_row['texts']} "
-                     f"texts edited from the model's conditional at their rate ({cond_row['changed']:.0%})"}
+REFERENCE = {
+    ("persistence", "clean text"): "the score calls political in unedited other-topic text",
+    ("persistence", "uniform edits"): "the score calls political in politics passages with uniform random tokens at "
+                                      "their share of changed sites",
+    ("persistence", "conditional edits"): "the score calls political in politics passages edited at their share of "
+                                          "changed sites from the model's conditional",
+    ("attraction", "clean text"): "the score calls political in unedited other-topic text",
+    ("attraction", "uniform edits"): "the score calls political in other-topic text with uniform random tokens at "
+                                     "their share of changed sites",
+    ("attraction", "conditional edits"): "the score calls political in other-topic text edited at their share of "
+                                         "changed sites from the model's conditional",
+}
+"""What each (claim, null family) compares the chains' time in the region with, in words."""
+
+
+def level_calibrated_on(t_lo: float, seeds: int, effect: float, null_families: pd.DataFrame) -> dict:
+    """What each level check's calibration was planted on, with `{starts}` for the design's starts per type: keys
+    "start", (claim, family) and (claim, "every family")."""
+    kind = {"persistence": "political", "attraction": "non-political"}
+    chains = "{kind} starts' chains at τ = " + f"{t_lo:g} ({{{{starts}}}} starts × {seeds})"
+    on = {"start": f"non-political starts' chains at τ = {t_lo:g} ({{starts}} starts × {seeds}), resampled: political "
+                   f"starts {effect:g} higher / the same"}
+    for r in null_families.itertuples():
+        on[r.claim, r.family] = (chains.format(kind=kind[r.claim]) + f" recentred {effect:g} above / at the share "
+                                 f"called political ({r.fraction:.0%}) of {r.texts} texts ({r.family}, "
+                                 f"{r.changed:.0%} of sites changed; {r.documents} documents resampled)")
+    for claim, g in null_families.groupby("claim", sort=False):
+        top = g.loc[g.fraction.idxmax()]
+        on[claim, "every family"] = (chains.format(kind=kind[claim]) + f" recentred {effect:g} above / at the strictest "
+                                     f"family ({top.family}, {top.fraction:.0%}), every family's texts resampled")
+    return on
+
+
+def gap_said(gap: tuple, confound: str) -> str:
+    """A level check's value: the difference with its interval, and what the rule alone says under memory."""
+    return _gap(gap) + memory_said(confound, bool(gap[1] > 0))
+
+
+def families_said(gaps: dict[str, tuple], every: bool | None, confound: str) -> str:
+    """The combined check's value: the difference under each null family, and what the rule alone says."""
+    return "; ".join(f"{family} {_gap(g)}" for family, g in gaps.items()) + memory_said(confound, every)
+
+
+def disagree_note(claim: str) -> str:
+    """Why the combined rule gives no answer: the families disagree."""
+    return (f"the null families disagree on {claim} (the interval lies above 0 under some and not others), so the "
+            "outcome depends on which null is chosen; the per-family checks below say which")
 
 
 def reversal_prose(contrasts: pd.DataFrame, escape_times: pd.DataFrame, verdicts: dict) -> str:
@@ -416,22 +467,24 @@ def _gap(g: tuple) -> str:
     return f"{g[0]:+.2f} [{g[1]:+.2f}, {g[2]:+.2f}]"
 
 
-def tir_finding(time_in_region: pd.DataFrame, t_lo: float, t_hi: float, start_gap: tuple, edited_gap: tuple,
-                drawn_gap: tuple, fpr_hi: pd.Series, cond_row: dict, tir_words: str, memory_text: str) -> str:
-    """The finding under the time-in-region figure: the start gap, the trend, the nulls and the memory."""
+def tir_finding(time_in_region: pd.DataFrame, t_lo: float, start_gap: tuple, gaps: dict, null_families: pd.DataFrame,
+                tir_words: str, memory_text: str) -> str:
+    """The finding under the time-in-region figure: the start gap, the trend, each null family and the memory."""
     wide = time_in_region.set_index(["temperature", "start"])
-    pol_lo, non_lo, non_hi = wide.loc[(t_lo, "political")], wide.loc[(t_lo, "not political")], wide.loc[(t_hi, "not political")]
+    pol_lo, non_lo = wide.loc[(t_lo, "political")], wide.loc[(t_lo, "not political")]
     political_tir = time_in_region[time_in_region.start == "political"]
+    nulls = null_families.set_index(["claim", "family"])
+
+    def against(claim: str) -> str:
+        return "; ".join(f"{family} {_ci(nulls.loc[(claim, family)])} (difference {_gap(gaps[claim, family])})"
+                         for family in political.NULL_FAMILIES if (claim, family) in gaps)
+
     return (f"At τ = {t_lo:g}, chains from political starts spend {_ci(pol_lo)} of their recorded time in the political "
             f"region and chains from non-political starts {_ci(non_lo)} (difference {_gap(start_gap)}). From political "
             f"starts the time in the region {tir_words}: "
             + ", ".join(f"{r.fraction:.0%} at τ = {r.temperature:g}" for r in political_tir.itertuples())
-            + f". At τ = {t_hi:g}, chains from non-political starts spend {_ci(non_hi)} of their time in the region, "
-            f"against {_ci(fpr_hi)} of other-topic text with uniform random tokens at their rate (difference "
-            f"{_gap(edited_gap)}; an unmatched null, shown only). At τ = {t_lo:g}, chains from non-political starts "
-            f"spend {non_lo.fraction:.0%} of their time in the region against {cond_row['fraction']:.0%} "
-            f"[{cond_row['ci_low']:.0%}, {cond_row['ci_high']:.0%}] of other-topic text edited at their rate from the "
-            f"model's conditional (difference {_gap(drawn_gap)}: the attraction check). {memory_text}")
+            + f". The persistence references (open markers, left of τ = {t_lo:g}): {against('persistence')}. The "
+            f"attraction references (filled markers): {against('attraction')}. {memory_text}")
 
 
 def escape_finding(escape_times: pd.DataFrame, steps: int, escape_words: str) -> str:
@@ -442,23 +495,26 @@ def escape_finding(escape_times: pd.DataFrame, steps: int, escape_words: str) ->
             + f" within {steps} steps; escape {escape_words}.")
 
 
-def key_numbers(time_in_region: pd.DataFrame, base_rate: pd.DataFrame, t_lo: float, t_hi: float, fpr_hi: pd.Series,
-                cond_row: dict, edited_gap: tuple, tir_words: str, escape_words: str, remembers: list[float],
-                accuracy: pd.DataFrame) -> dict[str, str]:
-    """The result box's key numbers."""
+def key_numbers(time_in_region: pd.DataFrame, base_rate: pd.DataFrame, t_lo: float, null_families: pd.DataFrame,
+                gaps: dict, combined: dict, per_family: dict, tir_words: str, escape_words: str,
+                remembers: list[float], accuracy: pd.DataFrame) -> dict[str, str]:
+    """The result box's key numbers: each claim's outcome under each null family (`per_family`: the checks by
+    (claim, family)) and under every family at once (`combined`: the checks by claim)."""
     wide = time_in_region.set_index(["temperature", "start"])
-    pol_lo, non_lo, non_hi = wide.loc[(t_lo, "political")], wide.loc[(t_lo, "not political")], wide.loc[(t_hi, "not political")]
+    pol_lo, non_lo = wide.loc[(t_lo, "political")], wide.loc[(t_lo, "not political")]
     o = base_rate.set_index("passages").loc["other topics"]
-    return {
+    nulls = null_families.set_index(["claim", "family"])
+    numbers = {
         f"time in the region at τ = {t_lo:g}, political vs non-political starts": f"{_ci(pol_lo)} vs {_ci(non_lo)}",
-        f"dynamic base rate at τ = {t_hi:g} vs static base rate of other topics": f"{_ci(non_hi)} vs {_ci(o)}",
-        f"false-positive rate on other-topic text with {fpr_hi.rate:.0%} of its tokens replaced (the rate of "
-        f"τ = {t_hi:g}'s chains)": f"{_ci(fpr_hi)} of {int(fpr_hi.texts)}",
-        f"false-positive rate on other-topic text with {cond_row['changed']:.0%} of its sites edited from the model's "
-        f"conditional at τ = {t_lo:g} (the matched null of the attraction check)":
-            f"{cond_row['fraction']:.0%} [{cond_row['ci_low']:.0%}, {cond_row['ci_high']:.0%}] of {cond_row['texts']}",
-        f"dynamic base rate at τ = {t_hi:g} − uniform-token edited text (the former attraction check, unmatched)":
-            _gap(edited_gap),
+        "static base rate of other topics": _ci(o),
+    }
+    for claim in combined:
+        said = [f"{family}: {_ci(nulls.loc[(claim, family)])} called political, difference "
+                f"{_gap(gaps[claim, family])}, {per_family[claim, family].outcome}"
+                for c, family in gaps if c == claim]
+        numbers[f"{claim} at τ = {t_lo:g} under each null family (reference; chains − reference; outcome)"] = (
+            "; ".join(said) + f" → under every family: {combined[claim].outcome}")
+    numbers |= {
         "time in the region from political starts, against τ": tir_words,
         "escape from the region, against τ": escape_words,
         "chains nearer their own start than the other starts (tokens) at τ":
@@ -466,6 +522,7 @@ def key_numbers(time_in_region: pd.DataFrame, base_rate: pd.DataFrame, t_lo: flo
         "political score, held-out accuracy": "; ".join(
             f"{r.subset} {r.accuracy:.0%} [{r.ci_low:.0%}, {r.ci_high:.0%}]" for r in accuracy.itertuples()),
     }
+    return numbers
 
 
 def not_shown(remembers: list[float], temps: list[float]) -> str:
