@@ -27,6 +27,7 @@ def out(tmp_path_factory):
     return execute(NAME, tmp_path_factory.mktemp("diffusion_samplers"), notebooks_dir=NOTEBOOKS)
 
 
+@pytest.mark.slow  # shares the smoke book's run of the page
 def test_the_distances_hold_the_known_equalities(out):
     p = resolved_parameters(NAME, "smoke", None, {}, notebooks_dir=NOTEBOOKS)
     distances = read_table(out, "distances")
@@ -40,6 +41,7 @@ def test_the_distances_hold_the_known_equalities(out):
     assert (refs.glauber_vs_any_order > 0).all() and ((refs.left_to_right_vs_right_to_left > 0)).all()
 
 
+@pytest.mark.slow  # shares the smoke book's run of the page
 def test_the_check_is_calibrated_and_its_outcome_follows_its_rule(out):
     checks = read_table(out, "checks")
     assert len(checks) == 1 and checks.null_replicates.iloc[0] >= 30 and checks.truth_replicates.iloc[0] >= 30

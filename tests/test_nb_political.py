@@ -124,6 +124,7 @@ def test_start_memory_and_the_calibrated_level_checks(out):
         assert (checks.outcome[1:3] == "inconclusive").all()
 
 
+@pytest.mark.slow  # shares the smoke book's run of the page
 @needs_model
 def test_the_deciding_comparisons_recompute_from_the_published_tables(out):
     """chains.csv holds every chain of every start type and null_texts.csv every null text: each level check's

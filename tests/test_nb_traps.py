@@ -21,6 +21,7 @@ def out(tmp_path_factory):
     return execute(NAME, tmp_path_factory.mktemp("nb03"))
 
 
+@pytest.mark.slow  # shares the smoke book's run of the page
 @needs_model
 def test_the_basin_free_twins_are_one_row_per_chain_with_its_rank(out):
     m = pd.read_csv(out / "twins.csv")
@@ -37,6 +38,7 @@ def test_the_basin_free_twins_are_one_row_per_chain_with_its_rank(out):
     assert np.allclose(m.time_trapped_low, by_chain.time_trapped_low)   # one detector, two tables
 
 
+@pytest.mark.slow  # shares the smoke book's run of the page
 @needs_model
 def test_trajectory_table(out):
     t = pd.read_csv(out / "trajectory.csv", keep_default_na=False)
@@ -50,6 +52,7 @@ def test_trajectory_table(out):
     assert (out / "trajectory_map.png").is_file()
 
 
+@pytest.mark.slow  # shares the smoke book's run of the page
 @needs_model
 def test_calibration_table(out):
     c = pd.read_csv(out / "calibration.csv")
@@ -64,6 +67,7 @@ def test_calibration_table(out):
     assert (out / "calibration.png").is_file()
 
 
+@pytest.mark.slow  # shares the smoke book's run of the page
 @needs_model
 def test_traps_tables(out):
     radius = pd.read_csv(out / "calibration.csv").query("threshold == 'trap radius'").value.item()
@@ -94,6 +98,7 @@ def test_traps_tables(out):
     assert (out / "traps.png").is_file()
 
 
+@pytest.mark.slow  # shares the smoke book's run of the page
 @needs_model
 def test_sensitivity_panel_and_criterion(out):
     sens = pd.read_csv(out / "trap_sensitivity.csv")
@@ -124,6 +129,7 @@ def test_sensitivity_panel_and_criterion(out):
     assert (out / "trap_sensitivity.png").is_file()
 
 
+@pytest.mark.slow  # shares the smoke book's run of the page
 @needs_model
 def test_every_mlm_check_is_calibrated_and_only_decisive_ones_decide(out):
     checks = pd.read_csv(out / "checks.csv", keep_default_na=False)
@@ -139,6 +145,7 @@ def test_every_mlm_check_is_calibrated_and_only_decisive_ones_decide(out):
     assert cal.power.between(0, 1).all() and cal["size"].between(0, 1).all() and (cal.replicates == 100).all()
 
 
+@pytest.mark.slow  # shares the smoke book's run of the page
 @needs_model
 def test_escape_slope_table(out):
     s = pd.read_csv(out / "escape_slope.csv").iloc[0]
@@ -155,6 +162,7 @@ def test_escape_slope_table(out):
     assert (out / "escape_time.png").is_file() and len(pd.read_csv(out / "escape_calibration.csv")) == 2
 
 
+@pytest.mark.slow  # shares the smoke book's run of the page
 @needs_model
 def test_escape_fraction_table(out):
     e = pd.read_csv(out / "escape_fraction.csv")
