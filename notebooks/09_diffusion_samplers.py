@@ -27,7 +27,7 @@
 # incompatibility costs a sampler, exactly.
 #
 # **The rule, fixed before the run.** The exact laws are exact; what is checked is that the Monte Carlo samplers
-# (`glauber_mlm.diffusion.sample`) draw them: on the first passage at τ = `check_temperature` and T = n, `draws`
+# (`glauber_mlm.diffusion.sample`) draw them: on the first passage at τ = {glue:text}`check_tau_text` and T = n, {glue:text}`draws_text`
 # seeded chains of each sampler pass Pearson's χ² against that sampler's exact law at p ≥ 0.01 / (number of
 # samplers). It is calibrated on i.i.d. draws from every sampler's exact law (the planted truth) and on the same
 # draws with one sampler's replaced by draws from its own law at 1.25 τ (the planted null: a sampler whose only
@@ -106,6 +106,8 @@ loop = dict(eta=run.positive("eta"), t_on=run.positive("t_on"), t_off=run.positi
             alpha_on=run.positive("alpha_on"))
 sampler_plans(n, 2, **loop)  # a bad loop (t_off ≥ t_on, α_on ≥ 1) is refused here, before any forward
 n_docs, draws, replicates = run.integer("documents", 1), run.integer("draws", 2), run.integer("replicates", 30)
+glue("check_tau_text", f"{check_tau:g}", display=False)
+glue("draws_text", f"{draws:,}", display=False)
 mlm = run.load_mlm(run["model"])  # clear error here for an unknown model
 L = run.integer("length", n + 1, mlm.max_length)
 contexts, passage_ids = sample_passages(mlm, load_passages(run["passages"]), L, n_docs, seed=run.seed_for("starts", n=L))
@@ -226,7 +228,7 @@ glue("sampler_finding", report.reading(distances, taus, max(steps)), display=Fal
 # %% [markdown]
 # ## 4. The Monte Carlo samplers draw their exact laws
 #
-# On the first passage's table at τ = `check_temperature`, each sampler at T = n runs `draws` seeded chains
+# On the first passage's table at τ = {glue:text}`check_tau_text`, each sampler at T = n runs {glue:text}`draws_text` seeded chains
 # (`diffusion.sample`, the same code that runs on any Hugging Face MLM, here reading the table) and its final states
 # are tested against its exact law.
 
