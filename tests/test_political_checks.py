@@ -178,3 +178,11 @@ def test_conditional_edits_change_the_share_of_sites_from_the_models_conditional
     assert torch.equal(political.conditional_edits(model, x0, 0.0, 0.05), x0)
     y = political.conditional_edits(model, torch.full((400, 6), 3), 1.0, 0.05, seed=2)
     assert (y != 3).all()                                      # never the current token, even where it is the mode
+
+
+def test_a_planted_truth_never_carries_a_fraction_past_one():
+    """The truth's lift above a reference stays a fraction: the effect, or half the room left above the reference."""
+    from glauber_mlm.pages.planted.basin import planted_effect
+
+    assert planted_effect(0.3, 0.2) == 0.2
+    assert abs(planted_effect(0.81, 0.2) - 0.095) < 1e-12 and 0.81 + planted_effect(0.81, 0.2) < 1

@@ -59,13 +59,19 @@ def _resampled(rng: np.random.Generator, values, units, starts: int | None = Non
     return recentred_fractions(rng, values, units, float(np.mean(values)), starts)
 
 
+def planted_effect(reference_mean: float, effect: float) -> float:
+    """The truth's lift above a reference: `effect`, or half the room left above the reference when `effect` would
+    carry a fraction past 1 (a reference at 0.81 and effect 0.2 plant the truth at 0.905, not at 1.01)."""
+    return min(effect, (1.0 - reference_mean) / 2)
+
+
 def level_gap_calibration(values, units, reference_mean: float, effect: float, reference=None,
                           starts: int | None = None, replicates: int = 200, seed: int = 0, calibrated_on: str = ""):
     """Power and size of notebook 04's rule "these chains spend more time in the region than a reference: the
     interval of the difference (`stats.difference_ci`, resampling starts) lies above 0" at its design.
 
     Planted chains: this run's per-chain values and starts (`recentred_fractions`) recentred at reference_mean +
-    `effect` (truth) or at reference_mean (null: the chains carry nothing beyond the reference). The reference is
+    `effect` (truth; `planted_effect`: capped at half the room above the reference) or at reference_mean (null: the chains carry nothing beyond the reference). The reference is
     either planted chains of the same design at `reference_mean` or, with `reference` = (0/1 values, units) (the texts
     of a null family and their documents), that reference with its units resampled. `starts`: the planted runs'
     number of starts (default: this run's)."""
@@ -87,8 +93,9 @@ def level_gap_calibration(values, units, reference_mean: float, effect: float, r
         *groups, s = data
         return difference_ci(*groups, seed=s)[1] > 0  # notebook 04's own call
 
-    return calibrate(rule, draw(effect), draw(0.0), replicates, seed=seed,
-                     calibrated_on=calibrated_on or (f"this run's chains recentred at the reference + {effect:g} / at "
+    lift = planted_effect(reference_mean, effect)
+    return calibrate(rule, draw(lift), draw(0.0), replicates, seed=seed,
+                     calibrated_on=calibrated_on or (f"this run's chains recentred at the reference + {lift:.3g} / at "
                                                      f"the reference ({reference_mean:.2f})"))
 
 
@@ -99,7 +106,7 @@ def every_family_calibration(values, units, references: dict[str, tuple], effect
 
     `references` maps each family to its (0/1 values, units); each replicate resamples every family's units. The
     strictest family (the highest reference mean m*) decides both error rates: planted truth, this run's chains
-    recentred at m* + `effect` (the claim holds against every family); planted null, at m* (it fails against one).
+    recentred at m* + `effect` (`planted_effect`: capped at half the room above m*) (the claim holds against every family); planted null, at m* (it fails against one).
     A replicate on which the families disagree counts as not passing (`checks.calibrate`)."""
     from ..checks import calibrate
     from ...measures.political import under_every_family
@@ -117,6 +124,7 @@ def every_family_calibration(values, units, references: dict[str, tuple], effect
         chains, refs, s = data
         return under_every_family({f: difference_ci(*chains, *ref, seed=s) for f, ref in refs.items()})
 
-    return calibrate(rule, draw(effect), draw(0.0), replicates, seed=seed,
+    lift = planted_effect(top, effect)
+    return calibrate(rule, draw(lift), draw(0.0), replicates, seed=seed,
                      calibrated_on=calibrated_on or (f"this run's chains recentred at the strictest family's reference "
-                                                     f"+ {effect:g} / at it ({top:.2f})"))
+                                                     f"+ {lift:.3g} / at it ({top:.2f})"))
