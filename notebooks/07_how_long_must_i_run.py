@@ -480,13 +480,13 @@ report.mlm_tempering(mlm_tempering)
 # %% [markdown]
 # ## 5. An unbiased estimate with an honest interval
 #
-# The coupled chains that bound the distance also give estimates with no burn-in bias (Jacob, O'Leary and Atchadé
-# 2020; `samplers.unbiased`): each L-lag coupled run yields $H_{k:m}$, the average of $h(X_k), …, h(X_m)$ plus a
+# The coupled chains that bound the distance also give estimates with no burn-in bias (Jacob, O'Leary and Atchadé,
+# [arXiv 1708.03625](https://arxiv.org/abs/1708.03625); `samplers.unbiased`): each L-lag coupled run yields $H_{k:m}$, the average of $h(X_k), …, h(X_m)$ plus a
 # correction from the steps before the chains met, and $E[H_{k:m}] = \pi(h)$ exactly for every k and m. Independent
 # runs give i.i.d. replicates, so their mean and its t-interval are honest whatever k. Here h is the share of sites
 # holding a word-piece continuation token ('##…': a trait of the text the chain writes, read without a forward), at
-# the grid's longest length and highest τ; k is the 0.99 quantile of the meeting times of section 2's runs at that
-# cell (fixed before these runs), m = 5k, from fresh pairs of starts. Beside it, plain Glauber chains from the same
+# the grid's longest length and highest τ; k is the step by which all but one in a hundred of section 2's runs at that
+# cell had met (fixed before these runs), m = 5k, from fresh pairs of starts. Beside it, plain Glauber chains from the same
 # starts run for the same forward rows in all, their first k steps discarded: their interval rests on that burn-in
 # being long enough. On small exact chains, including the embedded model's own chain restricted to two candidates at
 # four sites, the same estimator's intervals cover the exact π(h) within the binomial range of the nominal rate
