@@ -108,13 +108,17 @@ def test_a_not_shown_book_page_stands_with_the_books_own_checks(tmp_path):
 
 
 def sphinx_build(src: Path, out: Path) -> Path:
-    """`sphinx-build -W -b html src out` in this process (its nodes and directives registered only for this build)."""
+    """`sphinx-build -W -b html src out` in this process (its nodes and directives registered only for this build).
+
+    Sphinx's default `source_suffix` is one dict shared by every build in a process, and an extension that registers
+    a parser (myst_nb: ".md" → "myst-nb") writes into it; a fresh dict per build keeps one build's parsers out of the
+    next."""
     from sphinx.application import Sphinx
     from sphinx.util.docutils import docutils_namespace
 
     with docutils_namespace():
         Sphinx(str(src), str(src), str(out), str(out.parent / "doctrees"), "html", warningiserror=True,
-               status=None).build()
+               status=None, confoverrides={"source_suffix": {".rst": "restructuredtext"}}).build()
     return out
 
 
