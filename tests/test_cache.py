@@ -118,6 +118,17 @@ def test_a_new_run_of_the_notebook_it_reads_from_re_executes_the_reader(world, m
     assert cache.stale_reason(src, params, page) == "changed: upstream"
 
 
+def test_a_run_without_a_profile_is_keyed_as_its_default_profile(world, monkeypatch):
+    """`glauber-mlm run NAME` passes no profile; `book` passes the notebook's default: the same run, so the page one
+    publishes is reused by the other (a page published by `run` was re-executed by every later `book`)."""
+    src = world["nbs"] / "92_b.py"
+    default = {"profile": cache._default_profile(src)}
+    assert cache.inputs(src, prepare_parameters(src, {}), world["root"]) == cache.inputs(src, prepare_parameters(src, default), world["root"])
+    other = "cpu" if default["profile"] != "cpu" else "smoke"
+    assert cache.inputs(src, prepare_parameters(src, {}), world["root"])["parameters"] != cache.inputs(
+        src, prepare_parameters(src, {"profile": other}), world["root"])["parameters"]
+
+
 def test_other_parameters_re_execute_that_notebook(world, monkeypatch):
     params = {**world["params"], "92_b": {"profile": "smoke", "steps": 41}}
     assert stale(world, monkeypatch, params) == {"91_a": None, "92_b": "changed: parameters"}

@@ -3,7 +3,8 @@
 The key of a run is the SHA-256 of eight inputs, each hashed on its own so that a stale page can say why:
 - `notebook`: the notebook's Jupytext source;
 - `parameters`: the parameters it is run with (profile and overrides, after `resolve_parameters`), the forward
-  dtype among them when it is given (`book --dtype`);
+  dtype among them when it is given (`book --dtype`); the profile always named (the notebook's default where none
+  is given), so that `glauber-mlm run NAME` and `glauber-mlm book` key the same run alike;
 - `library`: the library modules the notebook imports, transitively (`closure.closure`: a change to a module
   re-executes only the pages that run it); the whole package where an import cannot be resolved statically; the
   runner (`book/`, `cli.py`) never, as it decides what runs, not what it computes;
@@ -125,6 +126,8 @@ def upstream_digest(name: str, results: Path) -> str:
 def inputs(src: Path, params: dict, results: Path) -> dict[str, str]:
     """The hash of each input of a run of notebook `src` with `params`, publishing into `results` (see the module doc)."""
     shown = {k: v for k, v in params.items() if k != "output_dir"}
+    if "profile" not in shown and _default_profile(Path(src)) is not None:
+        shown["profile"] = _default_profile(Path(src))
     return {
         "notebook": _sha(Path(src).read_bytes()),
         "parameters": _sha(json.dumps(shown, sort_keys=True, default=str).encode()),
