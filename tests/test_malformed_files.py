@@ -37,6 +37,19 @@ def world(tmp_path) -> tuple[Path, Path]:
     return nbs, tmp_path / "root"
 
 
+def refused_verify(nbs: Path, root: Path) -> bool:
+    """`verify --only NAME` exits 1 and leaves no scratch folder in the temporary directory (a refused verify once
+    left an empty glauber-mlm-verify-* folder in /tmp each time)."""
+    import tempfile
+
+    scratch_parent = root.parent / "tmp"
+    scratch_parent.mkdir(exist_ok=True)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(tempfile, "tempdir", str(scratch_parent))
+        status = cli_main(["verify", "--notebooks", str(nbs), "--root", str(root), "--only", NAME])
+    return status == 1 and list(scratch_parent.iterdir()) == []
+
+
 def one_sentence(capsys, *names: str) -> str:
     err = capsys.readouterr().err
     assert err.startswith("error: ") and "Traceback" not in err, err
@@ -54,7 +67,7 @@ def test_a_malformed_provenance_is_named_with_its_fix(world, how, capsys):
         contract.read_provenance(results)
     found = publish.problems(results.with_suffix(".ipynb"))
     assert len(found) == 1 and "provenance.json" in found[0] and f"glauber-mlm book --only {NAME}" in found[0]
-    assert cli_main(["verify", "--notebooks", str(nbs), "--root", str(root), "--only", NAME]) == 1
+    assert refused_verify(nbs, root)
     one_sentence(capsys, "provenance.json", f"glauber-mlm book --only {NAME}")
     assert cli_main(["book", "--no-execute", "--notebooks", str(nbs), "--root", str(root)]) == 1
     one_sentence(capsys, "provenance.json", "glauber-mlm book --only NAME")
@@ -69,7 +82,7 @@ def test_a_malformed_result_box_is_named_with_its_fix(world, text, capsys):
     publish.seal(results.with_suffix(".ipynb"), results)  # sealed as it is: only the reader can tell
     with pytest.raises(ValueError, match=f"{results / 'result.json'} .*glauber-mlm book --only {NAME}"):
         contract.read_result(results)
-    assert cli_main(["verify", "--notebooks", str(nbs), "--root", str(root), "--only", NAME]) == 1
+    assert refused_verify(nbs, root)
     one_sentence(capsys, "result.json", f"glauber-mlm book --only {NAME}")
     assert site.execution_rows(root)[0]["verdict"] == "unreadable result.json"
     site.write_verdicts(root, nbs)
@@ -81,7 +94,7 @@ def test_a_malformed_checks_table_is_named_with_its_fix(world, raw, capsys):
     nbs, root = world
     results = root / "book" / "notebooks" / NAME
     (results / "checks.csv").write_bytes(raw)
-    assert cli_main(["verify", "--notebooks", str(nbs), "--root", str(root), "--only", NAME]) == 1
+    assert refused_verify(nbs, root)
     one_sentence(capsys, "checks.csv is not a readable table", f"glauber-mlm book --only {NAME}")
 
 

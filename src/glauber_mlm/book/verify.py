@@ -137,12 +137,13 @@ def verify(root: Path, notebooks_dir: Path, names: list[str] | None = None, scra
     names = names or [n for n in known_notebooks(notebooks_dir) if (published / n / PROVENANCE).is_file()]
     if not names:
         raise BookError(f"nothing to verify: no published notebook with a provenance.json in {published}.")
-    scratch = Path(scratch or tempfile.mkdtemp(prefix="glauber-mlm-verify-"))
     provenances = {}
     for name in names:
         if not (published / name / PROVENANCE).is_file():
             raise BookError(f"{name} has no published provenance.json in {published}: execute it first.")
         provenances[name] = check_readable(published / name)
+    # made only once the run is sure to start: a refused verify leaves no empty folder behind
+    scratch = Path(scratch or tempfile.mkdtemp(prefix="glauber-mlm-verify-"))
     differences = []
     for name, prov in provenances.items():
         changed = broken_seal(published / f"{name}.ipynb", published / name, prov)
