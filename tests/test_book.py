@@ -222,6 +222,9 @@ def test_progress_bar_lines_are_dropped_and_other_stderr_kept():
     text = "glauber: 100%|██████████| 2000/2000 [00:00<00:00, 3411.52it/s]\n\rBatches: 50%|█| 1/2\rBatches: 100%|██| 2/2 [00:00]\nUserWarning: odd\n"
     assert book.execute._without_progress_bars(text) == "UserWarning: odd\n"
     assert book.execute._without_progress_bars("glauber: 100%|█| 3/3 [00:00]\n") == ""
+    # a resume notice (the chain it resumes is the one a fresh run draws: tests/test_checkpoint.py) is not a result
+    resumed = "resuming glauber from its checkpoint at step 4800 of 4800 (/home/me/_build/checkpoints/02/ab/g.pt)\n"
+    assert book.execute._without_progress_bars(resumed + "UserWarning: odd\n") == "UserWarning: odd\n"
 
 
 def test_collapse_carriage_returns_keeps_the_last_redraw():

@@ -304,18 +304,23 @@ def _collapse_carriage_returns(text: str) -> str:
 
 
 _PROGRESS_BAR = re.compile(r"^.*\d+%\|.*\|.*$")  # a progress bar: "glauber: 100%|█████| 2000/2000 [00:01<00:00, ...]"
+# `samplers.driver`'s "resuming glauber from its checkpoint at step s of S (PATH)": how this build went, not a result
+_RESUMED = re.compile(r"^resuming .+ from its checkpoint at step \d+ of \d+ \(.*\)$")
 
 
 def _without_progress_bars(text: str) -> str:
-    """The lines of a terminal's text that are not progress bars (blank lines they leave behind dropped too)."""
-    kept = [line for line in _collapse_carriage_returns(text).split("\n") if line.strip() and not _PROGRESS_BAR.match(line)]
+    """The lines of a terminal's text that are neither progress bars nor resume notices (blank lines they leave
+    behind dropped too)."""
+    kept = [line for line in _collapse_carriage_returns(text).split("\n")
+            if line.strip() and not _PROGRESS_BAR.match(line) and not _RESUMED.match(line)]
     return "\n".join(kept) + ("\n" if kept else "")
 
 
 def tidy_streams(path: Path) -> None:
     """Merge consecutive stdout/stderr outputs of each cell and drop progress bars from them.
 
-    A page shows results, not how long a loop took on the build machine (the execution page gives times);
+    A page shows results, not how long a loop took on the build machine (the execution page gives times) nor that
+    a chain went on from a checkpoint (the terminal says so, and a resumed chain is the chain a fresh run draws);
     whatever else a cell wrote to stderr, a warning say, stays visible.
     """
     import nbformat
