@@ -45,6 +45,9 @@ def test_math_code_labels_and_small_counts_are_not_prose_numbers():
     text = "(eq-bound)=\nTwo sites, paper Fig 5, $m/\\tau > 10.3$, `steps=3000`, [a](https://x.org/2605.16378)."
     assert numbers_in(text) == []
     assert numbers_in("a gap of 1,250 logits and −0.5") == ["1250", "-0.5"]
+    # citations are not results; a number beside one still is
+    assert numbers_in("see ML-GSAI/LLaDA#37 and [arXiv 1708.03625](https://arxiv.org/abs/1708.03625), "
+                      "arXiv:2605.16378v2; 0.37 of them, 1708.5 steps") == ["0.37", "1708.5"]
 
 
 @pytest.mark.parametrize("notebook", EXECUTED, ids=[p.stem for p in EXECUTED])

@@ -4,8 +4,8 @@ A number in a markdown cell is *accounted for* when it appears in the source of 
 a grid, a constant the code uses) or in what a code cell printed or displayed (a table, an f-string, a
 glued value). Everything else — a result typed by hand from some earlier run — is reported. Not counted
 as numbers: math (`$…$`, `$$…$$`, where formulas and closed-form constants live), inline code, link
-targets, MyST labels and roles, small whole numbers (≤ 10: "two sites", "paper Fig 5", "section 2"), and
-the book's one convention, the 95 % level of every interval (`stats`' default `level=0.95`).
+targets, citations (an arXiv identifier, a GitHub issue `owner/repo#N`), MyST labels and roles, small whole
+numbers (≤ 10: "two sites", "paper Fig 5", "section 2"), and the book's one convention, the 95 % level of every interval (`stats`' default `level=0.95`).
 """
 from __future__ import annotations
 
@@ -22,6 +22,8 @@ _STRIP = [
     re.compile(r"```.*?```", re.S),            # fenced blocks
     re.compile(r"`[^`\n]*`"),                  # inline code
     re.compile(r"\]\([^)]*\)"),                # link targets
+    re.compile(r"arXiv[: ]\d{4}\.\d{4,5}(?:v\d+)?"),  # a citation
+    re.compile(r"[\w.-]+/[\w.-]+#\d+"),        # a GitHub issue or pull request
     re.compile(r"\{[a-z-]+\}`[^`]*`"),         # roles such as {glue:}`name`
     re.compile(r"^\(.*?\)=\s*$", re.M),        # MyST labels
 ]
