@@ -279,8 +279,9 @@ print(report.by_chain_summary(by_chain, crit, radius, q_radius, kinds, run["step
 # %%
 low_emb = emb[:, :PS]
 k_primary = q_panel.index(q_radius)
-twin_states, _ = twins.basin_free_twins(mlm, x_starts[chain_start], changed[:PS], run["steps"], run["record_every"],
-                                        copies=run["null_copies"], temperature=tau_low, seed=run["seed"])
+twin_states, _, twin_rates = twins.basin_free_twins(mlm, x_starts[chain_start], changed[:PS], run["steps"],
+                                                    run["record_every"], copies=run["null_copies"],
+                                                    temperature=tau_low, seed=run["seed"])
 twin_texts = mlm.decode(torch.as_tensor(twin_states.reshape(-1, n)))
 twin_emb = semantic.embed(emb_model, twin_texts, progress=True).reshape(R, run["null_copies"] * PS, -1)
 scores = [planted.trap_twin_scores(low_emb, twin_emb, record_steps, r, run["min_dwell"], run["steps"])
@@ -290,8 +291,10 @@ trap_passes = planted.criterion_passes(primary)
 held = sum(planted.criterion_passes(sc) for sc in scores)
 panel_passes = held > len(q_panel) / 2
 excess = bootstrap_ci(primary["excess"], seed=run["seed"])           # descriptive: the size of the excess spread
-twin_rows = run.save_table(report.twin_table(start_ids, chain_start, chain_seed, changed, primary), "twins")
-print(report.twin_summary(radius, tau_low, primary, run["null_copies"], excess, trap_passes))
+twin_rows = run.save_table(report.twin_table(start_ids, chain_start, chain_seed, changed, twin_rates, primary),
+                           "twins")
+slower = int((twin_rates < changed[:PS] - 1e-6).sum())
+print(report.twin_summary(radius, tau_low, primary, run["null_copies"], excess, trap_passes, slower))
 report.show(twin_rows)
 
 

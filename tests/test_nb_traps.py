@@ -26,6 +26,7 @@ def out(tmp_path_factory):
 def test_the_basin_free_twins_are_one_row_per_chain_with_its_rank(out):
     m = pd.read_csv(out / "twins.csv")
     assert len(m) == PAIRS and m.change_rate.between(0, 1).all()
+    assert (m.twin_change_rate <= m.change_rate + 1e-6).all() and (m.twin_change_rate > 0).all()
     assert m.time_trapped_low.between(0, 1).all() and m.time_trapped_twins.between(0, 1).all()
     assert (m.trap_spread_low >= 0).all() and (m.trap_spread_twins >= 0).all()
     radius = pd.read_csv(out / "calibration.csv").query("threshold == 'trap radius'").value.item()

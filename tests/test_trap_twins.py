@@ -15,15 +15,22 @@ DESIGN = dict(steps=2000, record_every=10, min_dwell=100)
 DATA_RATES = (0.049, 0.074, 0.105)   # the issue's token-change rates at 03's cpu design
 
 
-def test_tempering_reaches_the_asked_change_rate_and_refuses_an_unreachable_one():
+def test_tempering_reaches_the_asked_change_rate_and_flattens_towards_an_unreachable_one():
     laws = np.random.default_rng(0).normal(0, 3, (3, 24, 16))
     rates = np.array([0.0, 0.05, 0.3])
     tempered = twins.tempered_to_rate(laws, rates)
     assert np.allclose(twins.stationary_change_rate(tempered), rates, atol=1e-6)
     assert np.allclose(np.exp(tempered).sum(-1), 1)
     assert (tempered[0].argmax(-1) == laws[0].argmax(-1)).all()     # rate 0: every site at its mode
-    with pytest.raises(ValueError, match="rates must lie in"):
-        twins.tempered_to_rate(laws, np.array([0.05, 0.99, 0.1]))   # 16 tokens change at most 15/16 of visits
+    # 16 tokens change at most 15/16 of visits: a chain that changed at every step gets the flattest law, its
+    # nearest basin-free twin (the paper dry run's random models change a token at nearly every step)
+    flat = twins.tempered_to_rate(laws, np.array([0.05, 1.0, 0.1]))
+    reached = twins.stationary_change_rate(flat)
+    assert np.allclose(reached[[0, 2]], [0.05, 0.1], atol=1e-6)
+    assert reached[1] == pytest.approx(twins.stationary_change_rate(1e-3 * laws[1:2])[0]) and 0.93 < reached[1] < 15 / 16
+    for bad in (-0.1, 1.2, np.nan):
+        with pytest.raises(ValueError, match="each in \\[0, 1\\]"):
+            twins.tempered_to_rate(laws, np.array([0.05, bad, 0.1]))
 
 
 def test_independent_site_chains_change_tokens_at_the_stationary_rate_and_keep_their_laws():
@@ -52,8 +59,8 @@ def test_model_site_laws_are_the_model_conditionals_at_every_site():
     for i in range(5):
         p = conditional_probabilities(model, x, torch.full((2,), i), torch.full((2,), 0.5)).numpy()
         assert np.allclose(np.exp(laws[:, i]), p, atol=1e-6)
-    states, rec = twins.basin_free_twins(model, x, [0.2, 0.3], 40, 10, copies=3, seed=1)
-    assert states.shape == (5, 6, 5) and rec.tolist() == [0, 10, 20, 30, 40]
+    states, rec, reached = twins.basin_free_twins(model, x, [0.2, 0.3], 40, 10, copies=3, seed=1)
+    assert states.shape == (5, 6, 5) and rec.tolist() == [0, 10, 20, 30, 40] and np.allclose(reached, [0.2, 0.3])
     assert (states[0] == np.tile(x.numpy(), (3, 1))).all()           # copy c of chain b at column c·B + b
 
 

@@ -27,17 +27,17 @@ def stationary_change_rate(log_laws) -> np.ndarray:
 def tempered_to_rate(log_laws, rates, iterations: int = 80) -> np.ndarray:
     """Each chain's site laws tempered, log p_i^β − log Z, at the β (bisection on a log scale over [10⁻³, 10⁴]) at
     which its stationary change rate equals rates[b] (rate 0: β = 10⁴, each site at its mode): log_laws (B, n, V) →
-    normalised (B, n, V). A rate above what the laws reach at β = 10⁻³ is refused."""
+    normalised (B, n, V). A rate the laws cannot reach (a chain that changed a token at nearly every step; no product
+    law over V tokens changes more than 1 − 1/V of them) gets the flattest law, β = 10⁻³: the nearest basin-free twin,
+    slower than its chain (`stationary_change_rate` of the result says how much)."""
     log_laws = np.asarray(log_laws, dtype=float)
     rates = np.asarray(rates, dtype=float)
     if log_laws.ndim != 3 or rates.shape != log_laws.shape[:1]:
         raise ValueError(f"need log_laws (B, n, V) and one rate per chain, got {log_laws.shape} and {rates.shape}.")
     log_laws = np.where(np.isfinite(log_laws), log_laws, -np.inf)
+    if not ((rates >= 0) & (rates <= 1)).all():
+        raise ValueError(f"rates are shares of steps that changed a token: each in [0, 1], got {rates.tolist()}.")
     lo, hi = np.full(rates.shape, 1e-3), np.full(rates.shape, 1e4)
-    highest = stationary_change_rate(lo[:, None, None] * log_laws)
-    if not ((rates >= 0) & (rates < highest)).all():
-        raise ValueError(f"rates must lie in [0, {highest.min():.3g}) (what these site laws reach when flattened), "
-                         f"got {rates.tolist()}.")
     for _ in range(check_int("iterations", iterations, 1)):
         mid = np.sqrt(lo * hi)
         fast = stationary_change_rate(mid[:, None, None] * log_laws) > rates  # too flat: sharpen
@@ -85,9 +85,11 @@ def basin_free_twins(model, starts, rates, steps: int, record_every: int, copies
     """`copies` basin-free twins of each chain: Glauber on independent sites from the chain's start starts[b], site
     i's law the model's conditional at the start (`model_site_laws` at `temperature`) tempered to the chain's measured
     change rate rates[b] (`tempered_to_rate`). Returns (states (R, copies·B, n), copy c of chain b at column c·B + b;
-    the recorded steps)."""
+    the recorded steps; each chain's twins' stationary change rate (B,), below rates[b] where no twin reaches it)."""
     starts = torch.as_tensor(starts)
     laws = tempered_to_rate(model_site_laws(model, starts, temperature), rates)
-    return independent_site_chains(np.random.default_rng(check_int("seed", seed, 0)), np.tile(laws, (copies, 1, 1)),
-                                   np.tile(starts.cpu().numpy(), (check_int("copies", copies, 1), 1)), steps,
-                                   record_every)
+    states, recorded = independent_site_chains(np.random.default_rng(check_int("seed", seed, 0)),
+                                               np.tile(laws, (copies, 1, 1)),
+                                               np.tile(starts.cpu().numpy(), (check_int("copies", copies, 1), 1)),
+                                               steps, record_every)
+    return states, recorded, stationary_change_rate(laws)

@@ -114,9 +114,10 @@ def planted_chains(rng: np.random.Generator, rates, steps: int, record_every: in
     radii = np.quantile(planted_jitter(rng, U, jitter_sample), list(levels))
     base = rng.normal(0.0, 3.0, (B, sites, vocab))
     rest = rates
-    if k:  # the well block changes tokens at its own rate; the other sites make up the rest (at least a fifth)
+    if k:  # the well block changes tokens at its own rate; the other sites make up the rest (at least a fifth, at
+        # most a change at every visit: a chain near rate 1 gets the fastest two-well chain there is)
         block = curie_weiss_change_rate(coupling, k) * k / sites
-        rest = np.maximum(rates - block, rates / 5) * sites / (sites - k)
+        rest = np.minimum(np.maximum(rates - block, rates / 5) * sites / (sites - k), 1.0)
     laws = base.copy()
     laws[:, k:] = tempered_to_rate(base[:, k:], rest)
     x0 = rng.integers(vocab, size=(B, sites))

@@ -313,23 +313,28 @@ def by_chain_summary(by_chain: pd.DataFrame, crit: dict, radius: float, q_radius
 
 
 def twin_table(start_ids: list[str], chain_start: np.ndarray, chain_seed: np.ndarray, changed: np.ndarray,
-               scores: dict) -> pd.DataFrame:
-    """Per low-temperature chain at the calibrated radius: its change rate, time trapped and trap spread, its basin-free
-    twins' (means), the excess spread in units of r², and its rank among its twins."""
+               twin_rates: np.ndarray, scores: dict) -> pd.DataFrame:
+    """Per low-temperature chain at the calibrated radius: its change rate and its twins' (below it only where no
+    product law reaches it), time trapped and trap spread, its basin-free twins' (means), the excess spread in units
+    of r², and its rank among its twins."""
     PS = len(chain_start)
     return pd.DataFrame(dict(start_passage=[start_ids[chain_start[k]] for k in range(PS)], seed=chain_seed,
-                             change_rate=changed[:PS], time_trapped_low=scores["trapped"],
+                             change_rate=changed[:PS], twin_change_rate=twin_rates, time_trapped_low=scores["trapped"],
                              time_trapped_twins=scores["twin_trapped"], trap_spread_low=scores["spread"],
                              trap_spread_twins=scores["twin_spread"], excess_in_r2=scores["excess"],
                              rank_among_twins=scores["rank"]))
 
 
 def twin_summary(radius: float, tau_low: float, scores: dict, copies: int, excess: tuple[float, float, float],
-                 passes: bool) -> str:
-    """The chains against their basin-free twins at the calibrated radius: time trapped, trap spread, the criterion."""
+                 passes: bool, slower: int = 0) -> str:
+    """The chains against their basin-free twins at the calibrated radius: time trapped, trap spread, the criterion;
+    `slower`: chains whose twins could not reach their change rate (said only where there are some)."""
     from glauber_mlm.pages.planted.traps import TRAP_ALPHA, TRAP_MARGIN
 
-    return (f"at radius {radius:.3f}, τ = {tau_low:g}: time trapped {scores['trapped'].mean():.0%}, its {copies} basin-free "
+    note = (f"{slower} of {len(scores['spread'])} chains changed tokens faster than any product law over the "
+            "vocabulary can: their twins run at the flattest law, slower, which makes them look more trapped and "
+            "the criterion harder to pass; " if slower else "")
+    return (f"{note}at radius {radius:.3f}, τ = {tau_low:g}: time trapped {scores['trapped'].mean():.0%}, its {copies} basin-free "
             f"twins per chain {scores['twin_trapped'].mean():.0%}; trap spread {scores['spread'].mean():.3g} vs "
             f"{scores['twin_spread'].mean():.3g}; excess {excess[0]:+.2f} r² [{excess[1]:+.2f}, {excess[2]:+.2f}] "
             f"(95% bootstrap over {len(scores['spread'])} chains); permutation p = {scores['p']:.3g}; the criterion "
