@@ -31,7 +31,7 @@
 # seeded chains of each sampler pass Pearson's χ² against that sampler's exact law at p ≥ 0.01 / (number of
 # samplers). It is calibrated on i.i.d. draws from every sampler's exact law (the planted truth) and on the same
 # draws with one sampler's replaced by draws from its own law at 1.25 τ (the planted null: a sampler whose only
-# fault is a temperature 25 % off, the sampler chosen whose two laws are nearest).
+# fault is a temperature a quarter too high, the sampler chosen whose two laws are nearest).
 
 # %% [markdown]
 # :::{admonition} The result of this build

@@ -8,10 +8,11 @@ MS MARCO is a small file in the dataset's own record format, built here from dat
 `GLAUBER_MLM_MS_MARCO` by the same parser. Everything else is the paper profile, its budgets × SCALE: the code
 path of the real run (frames, lengths up to 128 tokens, temperature grids, the ms_marco loader, the embedder).
 
-Two costs that no budget sets are cut by an explicit parameter, so that the test stays near three minutes on
-two cores: 03's UMAP map (`umap=False`: compiling UMAP takes a minute on its first use; the cpu book draws it)
-and 04's political score, trained on all 5,450 labelled texts and applied to every passage in the paper profile
-(`score_texts=200`, `base_passages=100`: embedding them all takes four minutes on one CPU thread).
+Three costs that no budget sets are cut by an explicit parameter: 03's UMAP map (`umap=False`: compiling UMAP
+takes a minute on its first use; the cpu book draws it), 04's political score, trained on all 5,450 labelled texts
+and applied to every passage in the paper profile (`score_texts=200`, `base_passages=100`: embedding them all takes
+four minutes on one CPU thread), and 08's largest exact chain (n = 12: 4,096 states, whose dense t_mix products took
+24 of the dry run's 30 minutes in CI; `sizes` stops at the cpu profile's n = 10, the same code).
 """
 from __future__ import annotations
 
@@ -34,7 +35,8 @@ from test_families import save_family
 SCALE = 0.01  # 1 % of every budget: most budgets sit at their least value
 # explicit parameters for the costs no budget sets (see the module doc); each notebook is otherwise the book's run
 NOT_BUDGETS = {"03_metastability_traps": dict(umap="false"),
-               "04_political_basins": dict(score_texts="200", base_passages="100")}
+               "04_political_basins": dict(score_texts="200", base_passages="100"),
+               "08_exact_answers": dict(sizes="[2, 3, 4, 6, 8, 10]")}
 POSITIONS = 136  # the paper profile's longest MLM sequence: 128 tokens (02's scaling study), plus the frame
 FAMILY = {"bert-base-uncased": "bert", "roberta-base": "roberta", "distilbert-base-uncased": "distilbert",
           "answerdotai/ModernBERT-base": "modernbert"}  # hub name → the family of its tiny stand-in
