@@ -237,7 +237,8 @@ report.explore_chains(emb, dist, texts, record_steps, kinds, start_ids, chain_st
 # %% [markdown]
 # ## Traps at the calibrated radius: low temperature against the control
 #
-# Every trap with the text at its entry (folded); per temperature, traps per chain, time trapped and median dwell.
+# The longest traps with the text at their entry, then every trap (folded); per temperature, traps per chain, time
+# trapped and median dwell.
 
 # %% tags=["hide-output"]
 def trap_analysis(r: float):
@@ -253,6 +254,9 @@ traps = run.save_table(traps_all, "traps")
 summary.insert(5, "radius_quantile", q_radius)
 trap_summary = run.save_table(summary, "trap_counts")
 report.traps_display(traps)
+
+# %%
+report.traps_display(traps, longest=3)
 
 # %%
 report.show(trap_summary)

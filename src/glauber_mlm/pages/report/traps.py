@@ -273,10 +273,13 @@ def trap_tables(traps: pd.DataFrame, frac: np.ndarray, r: float, kinds: dict[str
     return t, pd.DataFrame(out), criterion
 
 
-def traps_display(traps: pd.DataFrame):
-    """The long table of traps with the decoded text at each entry, wrapped."""
+def traps_display(traps: pd.DataFrame, longest: int | None = None):
+    """The table of traps with the decoded text at each entry, wrapped; `longest`: only that many, the longest first
+    (the evidence a reader sees open, beside the folded full table)."""
     from glauber_mlm.pages.plots import show_table
 
+    if longest is not None:
+        traps = traps.sort_values(["dwell", "start_step"], ascending=[False, True], kind="stable").head(longest)
     return show_table(reader(traps[["kind", "start_passage", "seed", "start_step", "end_step", "dwell", "escaped",
                                     "entry_text"]])).set_properties(
         subset=["entry text"], **{"white-space": "normal", "min-width": "24em", "text-align": "left"})
