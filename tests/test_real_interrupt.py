@@ -36,6 +36,12 @@ def _page(started: Path) -> str:
     return page.replace("# %% [markdown]\n# ## Magnetisation", wait + "# %% [markdown]\n# ## Magnetisation", 1)
 
 
+def _ctrl_c_as_a_terminal_gives_it() -> None:
+    """SIGINT at its default in the command, as in a terminal's foreground job: a suite started in the background
+    (`make test &` from a script) inherits SIGINT ignored, and the command would never see the Ctrl-C."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_with_a_real_kernel_ends_in_the_one_sentence_only(tmp_path):
     nbs, root, started = tmp_path / "nbs", tmp_path / "root", tmp_path / "started"
     nbs.mkdir()
@@ -44,7 +50,7 @@ def test_ctrl_c_with_a_real_kernel_ends_in_the_one_sentence_only(tmp_path):
                                                        os.environ.get("PYTHONPATH", "")])}
     proc = subprocess.Popen([sys.executable, "-m", "glauber_mlm.cli", "run", NAME, "--profile", "smoke", "--notebooks",
                              str(nbs), "--root", str(root)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=env, start_new_session=True)
+                            text=True, env=env, start_new_session=True, preexec_fn=_ctrl_c_as_a_terminal_gives_it)
     try:
         deadline = time.monotonic() + 600  # a bound on a hung kernel, not a timing: the test waits for the event
         while not started.exists():
