@@ -7,9 +7,12 @@ takes a second or two; tests/test_publish.py runs the real kernels.
 """
 from __future__ import annotations
 
+import asyncio
 import errno
 import fcntl
+import gc
 import json
+import logging
 import os
 import shutil
 import signal
@@ -346,6 +349,10 @@ def test_the_lock_names_its_holder_only_while_held(tmp_path):
 
 # ---------------------------------------------------------------- 8. Ctrl-C and SIGTERM, syntax errors, a hint
 
+async def _kernel_died():
+    raise RuntimeError("Kernel died")
+
+
 @pytest.mark.parametrize("sig, status, how", [(signal.SIGINT, 130, "Ctrl-C"), (signal.SIGTERM, 143, "SIGTERM")])
 def test_ctrl_c_and_sigterm_end_in_one_sentence_with_a_distinct_status(world, monkeypatch, capsys, sig, status, how):
     import papermill
@@ -354,22 +361,35 @@ def test_ctrl_c_and_sigterm_end_in_one_sentence_with_a_distinct_status(world, mo
         checkpoints = Path(os.environ[contract.CHECKPOINTS])
         checkpoints.mkdir(parents=True)
         (checkpoints / "chains.pt").write_bytes(b"steps done so far")
+        # as nbclient leaves a real run: the task waiting on the kernel failed ("Kernel died") and nobody retrieves it
+        loop = asyncio.new_event_loop()
+        dead = loop.create_task(_kernel_died())
+        loop.run_until_complete(asyncio.sleep(0))
+        loop.close()
         os.kill(os.getpid(), sig)
         time.sleep(30)
-        pytest.fail(f"{sig!r} did not stop the run")
+        pytest.fail(f"{sig!r} did not stop the run {dead}")
 
     monkeypatch.setattr(papermill, "execute_notebook", execute)
     root = world[1]
+    logged = []
+    handler = logging.Handler()
+    handler.emit = logged.append
+    logging.getLogger("asyncio").addHandler(handler)
     on_sigterm = signal.getsignal(signal.SIGTERM)
     on_sigint = signal.signal(signal.SIGINT, signal.default_int_handler)  # a terminal's Ctrl-C; xdist workers ignore it
     try:
         assert cli(world, "run", NAME) == status
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # the command's handler is gone with it
     finally:
         signal.signal(signal.SIGINT, on_sigint)
+        gc.collect()
+        logging.getLogger("asyncio").removeHandler(handler)
     checkpoints = root / "_build" / "checkpoints"
     assert capsys.readouterr().err.splitlines() == [
         f"run stopped by {how}: every page published before is kept and the chains computed so far are saved in "
         f"{checkpoints}, so rerunning the same command resumes from them."]
+    assert logged == [] and logging.root.manager.disable == logging.NOTSET  # the dead task said nothing; logging is back
     assert [p.read_bytes() for p in checkpoints.rglob("chains.pt")] == [b"steps done so far"]
     assert signal.getsignal(signal.SIGTERM) == on_sigterm  # the command's handler is gone with it
     monkeypatch.setattr(papermill, "execute_notebook", fake_execute)  # the lock went too: the rerun starts at once

@@ -16,10 +16,13 @@ from __future__ import annotations
 
 import argparse
 import functools
+import gc
+import logging
 import re
 import signal
 import sys
 import time
+import traceback
 from pathlib import Path
 
 from ..contract import FORWARD_DTYPES
@@ -417,7 +420,24 @@ class Terminated(KeyboardInterrupt):
 
 
 def _terminate(signum, frame) -> None:
+    logging.disable(logging.CRITICAL)  # see `_interrupt`
     raise Terminated
+
+
+def _interrupt(signum, frame) -> None:
+    """Ctrl-C: the command stops its kernel itself, so what the kernel's client logs of that death (nbclient's "Kernel
+    died", asyncio's "Task exception was never retrieved" with its traceback) is not news: logging is off until the
+    command has said its one sentence and collected the abandoned tasks (`_quiet_exit`)."""
+    logging.disable(logging.CRITICAL)
+    raise KeyboardInterrupt
+
+
+def _quiet_exit(stop: BaseException) -> None:
+    """Free what the stopped run left (the finished frames of `stop`'s traceback hold its client's failed tasks, which
+    log their error when freed) while logging is off, then log again."""
+    traceback.clear_frames(stop.__traceback__)
+    gc.collect()
+    logging.disable(logging.NOTSET)
 
 
 def _stopped(command: str, args, terminated: bool) -> str:
@@ -442,6 +462,9 @@ def main(argv: list[str] | None = None) -> int:
     command = argv[0]
     args = (_verify_parser() if command == "verify" else _parser(command)).parse_args(argv[1:])
     on_sigterm = signal.signal(signal.SIGTERM, _terminate)
+    on_sigint = signal.getsignal(signal.SIGINT)
+    if on_sigint is signal.default_int_handler:  # a SIGINT ignored by whoever started the command stays ignored
+        signal.signal(signal.SIGINT, _interrupt)
     try:
         return COMMANDS[command](args)
     except BookError as err:
@@ -449,9 +472,12 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     except KeyboardInterrupt as stop:  # 128 + the signal's number, as a shell reports a process it stopped
         print(_stopped(command, args, isinstance(stop, Terminated)), file=sys.stderr)
+        _quiet_exit(stop)
         return 128 + (signal.SIGTERM if isinstance(stop, Terminated) else signal.SIGINT)
     finally:
         signal.signal(signal.SIGTERM, on_sigterm)
+        if on_sigint is signal.default_int_handler:
+            signal.signal(signal.SIGINT, on_sigint)
 
 
 if __name__ == "__main__":
