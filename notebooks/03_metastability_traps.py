@@ -255,7 +255,7 @@ summary.insert(5, "radius_quantile", q_radius)
 trap_summary = run.save_table(summary, "trap_counts")
 report.traps_display(traps)
 
-# %%
+# %% tags=["evidence", "hide-input"]
 report.traps_display(traps, longest=3)
 
 # %%

@@ -76,6 +76,17 @@ def test_a_section_keeps_its_opening_prose_its_figures_and_their_readings_and_fo
     assert last["prompt_show"] == "Show 1 paragraph"
 
 
+def test_a_cell_tagged_evidence_stays_open_in_a_section_without_a_figure():
+    opening, code, table = _para("The longest traps, then every trap."), _cell(3), _cell(1, _table_html(20))
+    evidence = _cell(1, _table_html(3))
+    evidence["cell_metadata"] = {"tags": ["evidence", "hide-input"]}
+    after = _cell(1, _table_html(4))
+    section = _section(opening, code, table, evidence, after)
+    assert page_fold.fold_section_details(section) == 2
+    assert [c for c in section.children if not isinstance(c, (nodes.title, HideCodeCellNode))] == [opening, evidence]
+    assert [f.children for f in _folds(section)] == [[code, table], [after]]
+
+
 def test_the_end_matter_folds_under_its_heading_and_the_result_box_folds_only_its_long_parts():
     downloads = _section(_para("Everything this page computed."), nodes.bullet_list(), ident="downloads")
     history_output = nodes.container(nb_element="cell_code_output")

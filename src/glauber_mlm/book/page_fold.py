@@ -13,7 +13,8 @@ Folded on a result page (book/notebooks/NN_*):
 - **each section's details**: in every numbered section after the result box, what lies between the section's
   opening prose, its static figures and each figure's reading (the paragraph "What Figure NN.k shows." and the one
   after it) is folded, run by run, under a summary that counts it ("Show 2 code cells, 1 table and 3 paragraphs"),
-  a cell that draws only an interactive figure among them;
+  a cell that draws only an interactive figure among them; a cell the notebook tags `evidence` (the texts a section
+  with no figure rests on: 03's longest traps) stays open like a figure;
 - **interactive figures**: a Plotly figure (`pages.plots`), which explores what a static figure beside it shows,
   under "Show the interactive figure"; `_static/page_folds.js` redraws it at its width when it is opened;
 - **secondary figures**: a figure the page marks `:figclass: folded` (one that backs another, as survival curves
@@ -208,6 +209,15 @@ def _draws(node: nodes.Node) -> bool:
                                                     None) is not None
 
 
+EVIDENCE = "evidence"  # the cell tag that keeps a cell's output open in its section
+
+
+def _is_evidence(node: nodes.Node) -> bool:
+    """Whether a node is a code cell the notebook tags `evidence`."""
+    return (isinstance(node, nodes.container) and node.get("nb_element") == "cell_code"
+            and EVIDENCE in (node.get("cell_metadata") or {}).get("tags", []))
+
+
 def _plotly(node: nodes.Node) -> bool:
     return isinstance(node, nodes.raw) and "Plotly.newPlot" in node.astext()
 
@@ -260,8 +270,8 @@ def fold_section_details(section: nodes.section) -> int:
             close()
             folds += fold_section_details(child)
             continue
-        keep = ((opening and _prose(child)) or _draws(child) or _is_reading(child) or _holds_end_matter(child)
-                or (after_reading and isinstance(child, nodes.paragraph)))
+        keep = ((opening and _prose(child)) or _draws(child) or _is_evidence(child) or _is_reading(child)
+                or _holds_end_matter(child) or (after_reading and isinstance(child, nodes.paragraph)))
         opening = opening and _prose(child)
         after_reading = _is_reading(child)
         if keep:
