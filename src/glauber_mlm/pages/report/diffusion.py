@@ -6,7 +6,7 @@ from collections.abc import Sequence
 import pandas as pd
 from IPython.display import Markdown
 
-from ..plots import legend_outside, panels
+from ..plots import legend_outside, log_axis_at, panels
 
 STYLES = {"MDLM": "C0o-", "ReMDM-cap": "C1s-", "ReMDM-rescale": "C2^-", "ReMDM-loop": "C3v-",
           "LLaDA low-confidence": "C4D--", "LLaDA tempered confidence": "C5x:", "LLaDA random": "C7P--"}
@@ -21,9 +21,13 @@ def distances_against_steps(distances: pd.DataFrame, taus: Sequence[float], refe
         for name, gs in g.groupby("sampler", sort=False):
             med = gs.groupby("steps")[f"tv_{reference}"].median()
             ax.plot(med.index, med.values, STYLES.get(name, "k-"), label=name, ms=4, lw=1)
-        ax.set(xscale="log", xlabel="steps T (forwards per sample)", ylabel=f"TV to {label}", title=f"τ = {tau:g}")
-        ax.set_ylim(bottom=0)
-    legend_outside(axes[-1], "below", ncol=2)
+        ax.set(xlabel="steps T (forwards per sample)", ylabel=f"TV to {label}", title=f"τ = {tau:g}")
+        log_axis_at(ax, sorted(distances.steps.unique()))
+    axes[0].set_ylim(bottom=0)  # once every panel holds its lines: the shared top then covers them all
+    if len(axes) % 2:  # the last row's right half is empty: the legend goes there, clear of every axis label
+        legend_outside(axes[-1], "right")
+    else:
+        legend_outside(axes[-1], "below", bbox_to_anchor=(0.5, -0.35))
     return fig
 
 
