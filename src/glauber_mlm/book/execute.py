@@ -221,9 +221,10 @@ def _execute(src: Path, params: dict, stamp: dict, out_notebook: Path, output_di
         raise NotebookFailed(f"{name} could not be executed: {type(err).__name__}: {err}\n"
                              f"  the failed attempt is in {attempt}; the published results are unchanged", staged_nb) from None
     ipynb.unlink()
-    tidy_streams(staged_nb)
+    resumed = tidy_streams(staged_nb)
     _finish_page(staged_nb, staged_dir, src, {**stamp, "run_id": run_id})
-    pub.seal(staged_nb, staged_dir, cache.provenance(src, stamp["inputs"]))  # the page's files, as published
+    record = cache.provenance(src, stamp["inputs"]) | ({"resumed": resumed} if resumed else {})
+    pub.seal(staged_nb, staged_dir, record)  # the page's files, as published
     found = pub.problems(staged_nb)
     if found:
         raise NotebookFailed(f"{name} finished without a complete run ({'; '.join(found)}); nothing was published.\n"
@@ -305,7 +306,12 @@ def _collapse_carriage_returns(text: str) -> str:
 
 _PROGRESS_BAR = re.compile(r"^.*\d+%\|.*\|.*$")  # a progress bar: "glauber: 100%|█████| 2000/2000 [00:01<00:00, ...]"
 # `samplers.driver`'s "resuming glauber from its checkpoint at step s of S (PATH)": how this build went, not a result
-_RESUMED = re.compile(r"^resuming .+ from its checkpoint at step \d+ of \d+ \(.*\)$")
+_RESUMED = re.compile(r"^(resuming .+ from its checkpoint at step \d+ of \d+) \(.*\)$")
+
+
+def resume_notices(text: str) -> list[str]:
+    """The resume notices of a terminal's text, without their local checkpoint paths."""
+    return [m.group(1) for line in _collapse_carriage_returns(text).split("\n") if (m := _RESUMED.match(line))]
 
 
 def _without_progress_bars(text: str) -> str:
@@ -316,19 +322,21 @@ def _without_progress_bars(text: str) -> str:
     return "\n".join(kept) + ("\n" if kept else "")
 
 
-def tidy_streams(path: Path) -> None:
-    """Merge consecutive stdout/stderr outputs of each cell and drop progress bars from them.
+def tidy_streams(path: Path) -> list[str]:
+    """Merge consecutive stdout/stderr outputs of each cell and drop progress bars and resume notices from them;
+    returns the resume notices (`resume_notices`), which the page's provenance.json keeps.
 
     A page shows results, not how long a loop took on the build machine (the execution page gives times) nor that
-    a chain went on from a checkpoint (the terminal says so, and a resumed chain is the chain a fresh run draws);
-    whatever else a cell wrote to stderr, a warning say, stays visible.
+    a chain went on from a checkpoint (its provenance says so; a resumed chain is the chain a fresh run draws:
+    tests/test_checkpoint.py); whatever else a cell wrote to stderr, a warning say, stays visible.
     """
     import nbformat
 
     path = Path(path)
     if not path.exists():
-        return
+        return []
     nb = nbformat.read(path, as_version=4)
+    notices = []
     for cell in nb.cells:
         if cell.cell_type != "code":
             continue
@@ -341,6 +349,8 @@ def tidy_streams(path: Path) -> None:
                 outputs.append(out)
         for out in outputs:
             if out.get("output_type") == "stream":
+                notices += resume_notices(out["text"])
                 out["text"] = _without_progress_bars(out["text"])
         cell.outputs = [o for o in outputs if o.get("output_type") != "stream" or o["text"]]
     nbformat.write(nb, path)
+    return notices
