@@ -297,8 +297,7 @@ panel_passes = held > len(q_panel) / 2
 excess = bootstrap_ci(primary["excess"], seed=run["seed"])           # descriptive: the size of the excess spread
 twin_rows = run.save_table(report.twin_table(start_ids, chain_start, chain_seed, changed, twin_rates, primary),
                            "twins")
-slower = int((twin_rates < changed[:PS] - 1e-6).sum())
-print(report.twin_summary(radius, tau_low, primary, run["null_copies"], excess, trap_passes, slower))
+print(report.twin_summary(radius, tau_low, primary, run["null_copies"], excess, trap_passes, twin_rows))
 report.show(twin_rows)
 
 

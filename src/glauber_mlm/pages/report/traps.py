@@ -329,11 +329,12 @@ def twin_table(start_ids: list[str], chain_start: np.ndarray, chain_seed: np.nda
 
 
 def twin_summary(radius: float, tau_low: float, scores: dict, copies: int, excess: tuple[float, float, float],
-                 passes: bool, slower: int = 0) -> str:
+                 passes: bool, twins: pd.DataFrame) -> str:
     """The chains against their basin-free twins at the calibrated radius: time trapped, trap spread, the criterion;
-    `slower`: chains whose twins could not reach their change rate (said only where there are some)."""
+    first, where there are some, the chains whose twins could not reach their change rate (`twin_table` `twins`)."""
     from glauber_mlm.pages.planted.traps import TRAP_ALPHA, TRAP_MARGIN
 
+    slower = int((twins.twin_change_rate < twins.change_rate - 1e-6).sum())
     note = (f"{slower} of {len(scores['spread'])} chains changed tokens faster than any product law over the "
             "vocabulary can: their twins run at the flattest law, slower, which makes them look more trapped and "
             "the criterion harder to pass; " if slower else "")
